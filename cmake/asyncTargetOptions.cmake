@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: BSL-1.0
+# Warnings and sanitizers for the project's own tests and benchmarks. Never applied to the
+# INTERFACE target: users keep their own flags.
+
+function(async_target_options target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror)
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      # C++14 `new` silently ignores over-alignment; make every such use an error.
+      target_compile_options(${target} PRIVATE -Waligned-new=all)
+    endif()
+    if(ASYNC_SANITIZE)
+      target_compile_options(${target} PRIVATE
+        -fsanitize=${ASYNC_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+      target_link_options(${target} PRIVATE -fsanitize=${ASYNC_SANITIZE})
+    endif()
+  elseif(MSVC)
+    target_compile_options(${target} PRIVATE /W4 /WX)
+  endif()
+endfunction()

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// Cache-line facts and the tools that keep hot data apart:
+//   cache_line_size          the false-sharing granule (ASYNC_CACHE_LINE_SIZE, see config.h)
+//   cpu_pause()              the architecture's spin-wait hint
+//   cache_padded<T>          a T that owns whole cache lines
+//   aligned_allocate/free    over-aligned heap memory that also works in C++14, where operator
+//                            new ignores alignments above alignof(std::max_align_t)
+//   aligned_allocator<T, A>  the same as a standard allocator, for containers
+#ifndef ASYNC_DETAIL_CACHE_H
+#define ASYNC_DETAIL_CACHE_H
+
+#include "config.h"
+
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace async {
+namespace detail {
+
+/// The distance in bytes that keeps two independently written variables from sharing a line.
+/// Deliberately not std::hardware_destructive_interference_size: that is C++17-only, differs
+/// between compilers for the same target, and g++ warns when it is used in a header.
+constexpr std::size_t cache_line_size = ASYNC_CACHE_LINE_SIZE;
+
+static_assert((cache_line_size & (cache_line_size - 1)) == 0,
+              "cache_line_size must be a power of two.");
+static_assert(cache_line_size >= alignof(std::max_align_t),
+              "cache_line_size must be at least the fundamental alignment.");
+
+/// Tells the core that the calling thread is spinning: it saves power, frees the sibling
+/// hyper-thread and avoids the memory-order mis-speculation penalty on exit from the loop.
+/// Thread-safe; has no effect on memory.
+ASYNC_ALWAYS_INLINE void cpu_pause() noexcept {
+#if (defined(ASYNC_ARCH_X86_64) || defined(ASYNC_ARCH_X86)) &&                                     \
+    (defined(__GNUC__) || defined(__clang__))
+  __builtin_ia32_pause();
+#elif defined(ASYNC_ARCH_AARCH64) && (defined(__GNUC__) || defined(__clang__))
+  // `isb` stalls for tens of cycles on current cores, closer to x86's pause than `yield`,
+  // which most AArch64 implementations treat as a plain nop.
+  __asm__ __volatile__("isb" ::: "memory");
+#elif defined(ASYNC_ARCH_ARM) && (defined(__GNUC__) || defined(__clang__)) &&                      \
+    (defined(__ARM_ARCH) && __ARM_ARCH >= 7)
+  __asm__ __volatile__("yield" ::: "memory");
+#else
+  // No hint known: a compiler barrier at least keeps the loop from being folded away.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// True when `p` is a multiple of `alignment` (a power of two). Thread-safe.
+inline bool is_aligned(const void* p, std::size_t alignment) noexcept {
+  return (reinterpret_cast<std::uintptr_t>(p) & (alignment - 1)) == 0;
+}
+
+/// Allocates `size` bytes aligned to `alignment` (a power of two, any size). Throws
+/// std::bad_alloc when memory is exhausted; an alignment that is not a power of two is a
+/// programming error caught by assert. Release with aligned_free. Thread-safe.
+///
+/// Works in C++14, where `new` ignores over-alignment: it over-allocates with malloc and keeps
+/// the original pointer in the word just below the returned block.
+inline void* aligned_allocate(std::size_t size, std::size_t alignment) {
+  assert(alignment != 0 && (alignment & (alignment - 1)) == 0 && "alignment must be 2^k");
+  if (alignment < alignof(void*)) {
+    alignment = alignof(void*);
+  }
+  const std::size_t overhead = alignment - 1 + sizeof(void*);
+  if (size > std::numeric_limits<std::size_t>::max() - overhead) {
+    throw std::bad_alloc();
+  }
+  void* raw = std::malloc(size + overhead);
+  if (raw == nullptr) {
+    throw std::bad_alloc();
+  }
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(raw) + sizeof(void*);
+  const std::uintptr_t aligned = (first + alignment - 1) & ~(std::uintptr_t(alignment) - 1);
+  void* result = reinterpret_cast<void*>(aligned);
+  static_cast<void**>(result)[-1] = raw;
+  assert(is_aligned(result, alignment));
+  return result;
+}
+
+/// Releases memory from aligned_allocate; nullptr is ignored. Thread-safe.
+inline void aligned_free(void* p) noexcept {
+  if (p != nullptr) {
+    std::free(static_cast<void**>(p)[-1]);
+  }
+}
+
+/// A T that starts on a cache-line boundary and fills whole lines, so that nothing else written
+/// by another thread lands on its lines. Heap instances need aligned_allocate (or a containing
+/// object allocated with it) in C++14 for the alignment to hold.
+template <typename T>
+struct alignas(cache_line_size) cache_padded {
+  T value;
+
+  cache_padded() = default;
+  template <typename... Args>
+  explicit cache_padded(Args&&... args) : value(std::forward<Args>(args)...) {}
+
+  T& operator*() noexcept { return value; }
+  const T& operator*() const noexcept { return value; }
+  T* operator->() noexcept { return &value; }
+  const T* operator->() const noexcept { return &value; }
+};
+
+/// A standard allocator that aligns every block to max(Alignment, alignof(T)). Use it for
+/// containers of over-aligned types in C++14. Stateless; all instances compare equal.
+template <typename T, std::size_t Alignment = cache_line_size>
+class aligned_allocator {
+public:
+  using value_type = T;
+  static constexpr std::size_t alignment = Alignment > alignof(T) ? Alignment : alignof(T);
+
+  template <typename U>
+  struct rebind {
+    using other = aligned_allocator<U, Alignment>;
+  };
+
+  aligned_allocator() noexcept = default;
+  template <typename U>
+  aligned_allocator(const aligned_allocator<U, Alignment>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
+      throw std::bad_alloc();
+    }
+    return static_cast<T*>(aligned_allocate(n * sizeof(T), alignment));
+  }
+  void deallocate(T* p, std::size_t) noexcept { aligned_free(p); }
+
+  template <typename U>
+  bool operator==(const aligned_allocator<U, Alignment>&) const noexcept {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const aligned_allocator<U, Alignment>&) const noexcept {
+    return false;
+  }
+};
+
+template <typename T, std::size_t Alignment>
+constexpr std::size_t aligned_allocator<T, Alignment>::alignment;
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_CACHE_H

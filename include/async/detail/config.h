@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// Platform facts shared by every header of the library. All ASYNC_* macros live here (and only
+// here) so that a user can see in one place what can be configured and what is detected.
+//
+// User-settable macros (define them before including any async header, or on the command line):
+//   ASYNC_CACHE_LINE_SIZE  the false-sharing granule in bytes; must be a power of two. Default:
+//                          128 on x86-64 (adjacent-line prefetch pairs two 64-byte lines) and
+//                          AArch64 (several cores use 128-byte lines), 64 elsewhere.
+//   ASYNC_NO_FUTEX         define to 1 to park waiters on a condition variable even on Linux.
+//
+// Detected (read-only) macros:
+//   ASYNC_ARCH_X86_64, ASYNC_ARCH_X86, ASYNC_ARCH_AARCH64, ASYNC_ARCH_ARM, ASYNC_ARCH_OTHER
+//   ASYNC_ARCH_NAME        a string literal naming the detected architecture
+//   ASYNC_CPLUSPLUS        14, 17 or 20 (the language version the header is compiled as)
+//   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
+//   ASYNC_TSAN             1 when compiled with ThreadSanitizer
+//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_NOINLINE, ASYNC_ALWAYS_INLINE
+#ifndef ASYNC_DETAIL_CONFIG_H
+#define ASYNC_DETAIL_CONFIG_H
+
+// ---- language version -------------------------------------------------------------------------
+#if defined(_MSVC_LANG) && _MSVC_LANG > __cplusplus
+#define ASYNC_CPLUSPLUS_RAW _MSVC_LANG
+#else
+#define ASYNC_CPLUSPLUS_RAW __cplusplus
+#endif
+
+#if ASYNC_CPLUSPLUS_RAW >= 202002L
+#define ASYNC_CPLUSPLUS 20
+#elif ASYNC_CPLUSPLUS_RAW >= 201703L
+#define ASYNC_CPLUSPLUS 17
+#elif ASYNC_CPLUSPLUS_RAW >= 201402L
+#define ASYNC_CPLUSPLUS 14
+#else
+#error "async requires C++14 or later"
+#endif
+
+// ---- architecture -----------------------------------------------------------------------------
+#if defined(__x86_64__) || defined(_M_X64)
+#define ASYNC_ARCH_X86_64 1
+#define ASYNC_ARCH_NAME "x86-64"
+#elif defined(__i386__) || defined(_M_IX86)
+#define ASYNC_ARCH_X86 1
+#define ASYNC_ARCH_NAME "x86"
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define ASYNC_ARCH_AARCH64 1
+#define ASYNC_ARCH_NAME "aarch64"
+#elif defined(__arm__) || defined(_M_ARM)
+#define ASYNC_ARCH_ARM 1
+#define ASYNC_ARCH_NAME "arm"
+#else
+#define ASYNC_ARCH_OTHER 1
+#define ASYNC_ARCH_NAME "other"
+#endif
+
+// ---- cache line -------------------------------------------------------------------------------
+#ifndef ASYNC_CACHE_LINE_SIZE
+#if defined(ASYNC_ARCH_X86_64) || defined(ASYNC_ARCH_AARCH64)
+#define ASYNC_CACHE_LINE_SIZE 128
+#else
+#define ASYNC_CACHE_LINE_SIZE 64
+#endif
+#endif
+
+#if (ASYNC_CACHE_LINE_SIZE) < 16 || ((ASYNC_CACHE_LINE_SIZE) & ((ASYNC_CACHE_LINE_SIZE)-1)) != 0
+#error "ASYNC_CACHE_LINE_SIZE must be a power of two of at least 16"
+#endif
+
+// ---- parking ----------------------------------------------------------------------------------
+#if defined(__linux__) && !(defined(ASYNC_NO_FUTEX) && ASYNC_NO_FUTEX)
+#define ASYNC_HAS_FUTEX 1
+#else
+#define ASYNC_HAS_FUTEX 0
+#endif
+
+// ---- sanitizers -------------------------------------------------------------------------------
+#if defined(__SANITIZE_THREAD__)
+#define ASYNC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ASYNC_TSAN 1
+#endif
+#endif
+#ifndef ASYNC_TSAN
+#define ASYNC_TSAN 0
+#endif
+
+// ---- compiler hints ---------------------------------------------------------------------------
+#if defined(__GNUC__) || defined(__clang__)
+#define ASYNC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ASYNC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ASYNC_NOINLINE __attribute__((noinline))
+#define ASYNC_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define ASYNC_LIKELY(x) (x)
+#define ASYNC_UNLIKELY(x) (x)
+#define ASYNC_NOINLINE __declspec(noinline)
+#define ASYNC_ALWAYS_INLINE __forceinline
+#else
+#define ASYNC_LIKELY(x) (x)
+#define ASYNC_UNLIKELY(x) (x)
+#define ASYNC_NOINLINE
+#define ASYNC_ALWAYS_INLINE inline
+#endif
+
+#endif // ASYNC_DETAIL_CONFIG_H
