@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: BSL-1.0
+#ifndef ASYNC_BOUNDED_QUEUE_H
+#define ASYNC_BOUNDED_QUEUE_H
+
+#include "detail/config.h"
+
+#include "detail/cache.h"
+#include "detail/wait.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+namespace async {
+
+/// Tuning knobs of bounded_queue. Derive from it (or write your own struct: every member is
+/// optional, a missing one takes the default below) and pass it as the second template argument.
+struct bounded_traits {
+  /// What happens when T's constructor throws inside an enqueue call. Either way the ticket's
+  /// slot is marked as a hole that consumers skip: nothing leaks, nothing is destroyed twice,
+  /// and the queue stays usable. A hole occupies its slot until a consumer passes it.
+  ///   true:  the exception is caught and the call returns false.
+  ///   false: the exception propagates to the caller of enqueue.
+  static constexpr bool NOEXCEPT_CHECK = false;
+
+  /// The false-sharing granule in bytes (a power of two). The head and tail counters are kept
+  /// this far apart, and consecutive tickets are spread over different lines of this size.
+  static constexpr std::size_t CachelineSize = detail::cache_line_size;
+
+  /// How many times a blocking call executes the pause instruction while it waits for its
+  /// slot, before it parks in the kernel. One pause is ~5 ns on older x86 and ~40 ns on
+  /// Skylake and later, so the default spins for roughly 2-10 us: long enough to hand over an
+  /// element between two running threads without a syscall, short enough that a waiter on an
+  /// idle queue costs almost no CPU. 0 parks at once.
+  static constexpr unsigned SPIN_BUDGET = 256;
+};
+
+namespace detail {
+
+template <typename...>
+using void_t = void;
+
+// Each knob is read with a fallback so that the original library's traits structs (which
+// have NOEXCEPT_CHECK, CachelineSize, CachelineAlignment and sequence_type) keep compiling.
+template <typename Traits, typename = void>
+struct traits_noexcept_check : std::false_type {};
+template <typename Traits>
+struct traits_noexcept_check<Traits, void_t<decltype(Traits::NOEXCEPT_CHECK)>>
+    : std::integral_constant<bool, Traits::NOEXCEPT_CHECK> {};
+
+template <typename Traits, typename = void>
+struct traits_cacheline : std::integral_constant<std::size_t, cache_line_size> {};
+template <typename Traits>
+struct traits_cacheline<Traits, void_t<decltype(Traits::CachelineSize)>>
+    : std::integral_constant<std::size_t, Traits::CachelineSize> {};
+
+template <typename Traits, typename = void>
+struct traits_spin_budget : std::integral_constant<unsigned, 256> {};
+template <typename Traits>
+struct traits_spin_budget<Traits, void_t<decltype(Traits::SPIN_BUDGET)>>
+    : std::integral_constant<unsigned, Traits::SPIN_BUDGET> {};
+
+/// Test seam: the ticket both counters start from (tests start near 2^64 to cross the wrap).
+struct first_ticket {
+  std::uint64_t value;
+};
+
+} // namespace detail
+
+/// A bounded multi-producer multi-consumer FIFO queue: a ring of slots, each with a turn word,
+/// in the style of Dave Dice's PTLQueue (ticket locks, one per slot).
+///
+/// A producer takes a ticket t (blocking calls with one fetch_add on the tail, try calls with a
+/// CAS that only succeeds when the slot is free), waits for its slot's turn, constructs the
+/// element in place and publishes it with one release. The consumer holding the same ticket on
+/// the head side waits for that publication, moves the element out and hands the slot to the
+/// producer of ticket t + capacity. Waiting is polite: a short spin with the pause instruction,
+/// then the thread parks (futex on Linux). A publication pays for a wake-up syscall only when a
+/// thread is parked on that very slot.
+///
+/// Template parameters:
+///   T       the element type: nothrow-destructible and constructible from the arguments given
+///           to enqueue; move-only and throwing constructors are fine.
+///   Traits  bounded_traits or a struct with the same members (all optional).
+///
+/// Guarantees:
+///   - FIFO in ticket order: elements are dequeued in the order their producers took tickets,
+///     so one producer's elements come out in the order it enqueued them.
+///   - Every enqueued element is dequeued exactly once or destroyed by ~bounded_queue.
+///   - Happens-before: everything a producer did before enqueueing an element happens before
+///     everything the consumer that dequeues it does afterwards.
+///   - Progress: try calls never wait for another thread's progress, but can report full (or
+///     empty) while a thread that took the neighbouring ticket is between its two steps.
+///     Blocking calls wait for the thread holding the previous turn of their slot.
+///   - close() makes the queue refuse new elements while consumers drain the rest.
+///
+/// Memory: capacity x (8 + sizeof(T), rounded up to alignof(T)) bytes for the ring, plus 8
+/// bytes per slot used only by close(), plus ~4 cache lines for the counters.
+///
+/// When not to use: for an unbounded queue use async::queue; for one producer and one consumer
+/// a single-producer single-consumer ring is cheaper (no fetch_add on shared counters).
+///
+/// Tickets and turns are 64-bit on every target. With a power-of-two capacity the counters
+/// wrap around 2^64 correctly; with any other capacity each operation costs an integer
+/// division and the counters must not wrap (2^64 operations: centuries at 10^9 per second).
+///
+/// Example:
+///   async::bounded_queue<std::string> q(1024);
+///   std::thread producer([&] { q.blocking_enqueue("hello"); q.close(); });
+///   std::string s;
+///   while (q.blocking_dequeue(s)) { use(s); }   // returns false once closed and drained
+///   producer.join();
+template <typename T, typename Traits = bounded_traits>
+class bounded_queue {
+  static_assert(std::is_nothrow_destructible<T>::value,
+                "bounded_queue<T>: T must be nothrow destructible, or a consumer could be left "
+                "with a half-destroyed element and a slot that can never be reused.");
+  static_assert(!std::is_reference<T>::value && !std::is_array<T>::value,
+                "bounded_queue<T>: T must be an object type (not a reference or an array).");
+
+  static constexpr bool noexcept_check = detail::traits_noexcept_check<Traits>::value;
+  static constexpr std::size_t line_size = detail::traits_cacheline<Traits>::value;
+  static constexpr unsigned spin_budget = detail::traits_spin_budget<Traits>::value;
+  static constexpr unsigned yield_budget = spin_budget == 0 ? 0 : 16;
+  static_assert(line_size >= sizeof(std::uint64_t) && (line_size & (line_size - 1)) == 0,
+                "bounded_queue: Traits::CachelineSize must be a power of two of at least 8.");
+
+public:
+  using value_type = T;
+  using traits_type = Traits;
+  using size_type = std::size_t;
+
+  /// Creates an empty queue holding at most `capacity` elements (any value >= 1; powers of two
+  /// are fastest). Throws std::invalid_argument for 0, std::bad_alloc if memory runs out.
+  /// Not thread-safe (construction).
+  explicit bounded_queue(std::size_t capacity) : bounded_queue(capacity, detail::first_ticket{0}) {}
+
+  /// Test seam: both counters start at `start.value`. Not part of the API.
+  bounded_queue(std::size_t capacity, detail::first_ticket start) : capacity_(capacity) {
+    if (capacity == 0) {
+      throw std::invalid_argument("async::bounded_queue: capacity must be at least 1");
+    }
+    layout_ring();
+    ring_ =
+        static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
+    abandoned_ = static_cast<std::atomic<std::uint64_t>*>(
+        detail::aligned_allocate(capacity_ * sizeof(std::atomic<std::uint64_t>), line_size));
+    for (std::size_t i = 0; i < ring_slots_; ++i) {
+      ::new (static_cast<void*>(ring_ + i)) slot();
+    }
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      ::new (static_cast<void*>(abandoned_ + i)) std::atomic<std::uint64_t>(0);
+    }
+    for (std::size_t k = 0; k < capacity_; ++k) {
+      const std::uint64_t t = start.value + k;
+      slot_of(t).turn.store(turn_of(t, state_free), std::memory_order_relaxed);
+    }
+    head_.value.store(start.value, std::memory_order_relaxed);
+    tail_.value.store(start.value, std::memory_order_relaxed);
+  }
+
+  bounded_queue(const bounded_queue&) = delete;
+  bounded_queue& operator=(const bounded_queue&) = delete;
+  bounded_queue(bounded_queue&&) = delete;
+  bounded_queue& operator=(bounded_queue&&) = delete;
+
+  /// Destroys the elements still inside, exactly once each. Not thread-safe: no other thread
+  /// may use the queue any more.
+  ~bounded_queue() {
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      slot& s = ring_[physical_index(i)];
+      if ((s.turn.load(std::memory_order_acquire) & state_mask) == state_full) {
+        s.item()->~T();
+      }
+    }
+    detail::aligned_free(ring_);
+    detail::aligned_free(abandoned_);
+  }
+
+  // ---- producers ------------------------------------------------------------------------------
+
+  /// Constructs an element from `args` if there is room now. Never waits. Returns false when the
+  /// queue is full or closed (nothing is constructed), or, with NOEXCEPT_CHECK, when T's
+  /// constructor threw. Thread-safe (lock-free).
+  template <typename... Args>
+  bool enqueue(Args&&... args) {
+    std::uint64_t t = 0;
+    slot* s = nullptr;
+    std::uint64_t seen = 0;
+    if (claim_for_producer(t, s, seen) != claim::claimed) {
+      return false;
+    }
+    return construct_and_publish(*s, t, std::forward<Args>(args)...);
+  }
+
+  /// Constructs an element from `args`, waiting politely while the queue is full. Returns true
+  /// when the element went in; false when the queue is (or gets) closed before there is room,
+  /// in which case nothing was constructed and the arguments were not moved from. With
+  /// NOEXCEPT_CHECK, false also reports that T's constructor threw. Thread-safe (may block).
+  template <typename... Args>
+  bool blocking_enqueue(Args&&... args) {
+    // (P1) acquire: pairs with (C1) in close(), so that a ticket taken after close() sees it.
+    const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_acquire);
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
+        ticket_after_close(t)) {
+      return false;
+    }
+    slot& s = slot_of(t);
+    const std::uint64_t wanted = turn_of(t, state_free);
+    if (ASYNC_UNLIKELY((s.turn.load(std::memory_order_acquire) & ~sleeper_bit) != wanted)) {
+      const waited w = await(
+          s.turn, [wanted](std::uint64_t v) { return (v & ~sleeper_bit) == wanted; },
+          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr);
+      if (w != waited::ready) {
+        abandon(t, s);
+        return false;
+      }
+    }
+    return construct_and_publish(s, t, std::forward<Args>(args)...);
+  }
+
+  /// Enqueues `value` (constructing T from it), waiting up to `timeout` for room. Returns false
+  /// on timeout or when the queue is closed; `value` is then untouched. Thread-safe (may block).
+  template <typename U, typename Rep, typename Period>
+  bool enqueue_for(U&& value, const std::chrono::duration<Rep, Period>& timeout) {
+    const auto deadline = detail::wait_clock::now() +
+                          std::chrono::duration_cast<detail::wait_clock::duration>(timeout);
+    for (;;) {
+      std::uint64_t t = 0;
+      slot* s = nullptr;
+      std::uint64_t seen = 0;
+      switch (claim_for_producer(t, s, seen)) {
+      case claim::claimed:
+        return construct_and_publish(*s, t, std::forward<U>(value));
+      case claim::closed:
+        return false;
+      case claim::unavailable:
+        break;
+      }
+      // Full: sleep until the slot at the tail changes (its consumer frees it) or time is up.
+      const waited w = await(
+          s->turn, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, &deadline);
+      if (w == waited::timed_out) {
+        return false;
+      }
+    }
+  }
+
+  // ---- consumers ------------------------------------------------------------------------------
+
+  /// Moves the oldest element into `out` (by assignment) if there is one now. Never waits.
+  /// Returns false when the queue is empty. If the assignment throws, the element is destroyed,
+  /// its slot is freed and the exception propagates. Thread-safe (lock-free).
+  template <typename U>
+  bool dequeue(U& out) {
+    std::uint64_t h = 0;
+    slot* s = nullptr;
+    std::uint64_t seen = 0;
+    if (claim_for_consumer(h, s, seen) != claim::claimed) {
+      return false;
+    }
+    take(*s, h, out);
+    return true;
+  }
+
+  /// Moves the oldest element into `out`, waiting politely while the queue is empty. Returns
+  /// false only when the queue is closed and every element enqueued before close() has been
+  /// taken. Thread-safe (may block).
+  template <typename U>
+  bool blocking_dequeue(U& out) {
+    for (;;) {
+      // (D1) relaxed: the ticket only names a slot; the element is acquired through its turn.
+      const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
+      slot& s = slot_of(h);
+      const std::uint64_t full = turn_of(h, state_full);
+      const std::uint64_t hole = turn_of(h, state_hole);
+      // (D2) acquire: pairs with the producer's release in publish() (E2).
+      std::uint64_t v = s.turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      if (ASYNC_UNLIKELY(v != full && v != hole)) {
+        const waited w = await(
+            s.turn,
+            [full, hole](std::uint64_t x) {
+              x &= ~sleeper_bit;
+              return x == full || x == hole;
+            },
+            [this, h] { return consumer_ticket_is_dead(h); }, nullptr);
+        if (w != waited::ready) {
+          if (ticket_after_close(h)) {
+            return false; // closed, and nothing was enqueued at or after this ticket
+          }
+          continue; // the producer of h gave up when the queue closed: skip its ticket
+        }
+        v = s.turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      }
+      if (ASYNC_LIKELY(v == full)) {
+        take(s, h, out);
+        return true;
+      }
+      release_slot(s, h); // a hole left by a throwing constructor: skip it
+    }
+  }
+
+  /// Moves the oldest element into `out`, waiting up to `timeout` for one. Returns false on
+  /// timeout, or when the queue is closed and drained. Thread-safe (may block).
+  template <typename U, typename Rep, typename Period>
+  bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
+    const auto deadline = detail::wait_clock::now() +
+                          std::chrono::duration_cast<detail::wait_clock::duration>(timeout);
+    for (;;) {
+      std::uint64_t h = 0;
+      slot* s = nullptr;
+      std::uint64_t seen = 0;
+      switch (claim_for_consumer(h, s, seen)) {
+      case claim::claimed:
+        take(*s, h, out);
+        return true;
+      case claim::closed:
+        return false;
+      case claim::unavailable:
+        break;
+      }
+      // Empty: sleep until the slot at the head changes (its producer publishes) or time is up.
+      const waited w = await(
+          s->turn, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          [this, h] { return consumer_ticket_is_dead(h); }, &deadline);
+      if (w == waited::timed_out) {
+        return false;
+      }
+    }
+  }
+
+  // ---- closing --------------------------------------------------------------------------------
+
+  /// Closes the queue: every enqueue call that has not yet found room, blocked or future,
+  /// returns false without consuming its arguments; consumers keep receiving the elements that
+  /// went in before, then their blocking and timed calls return false. Idempotent.
+  /// Thread-safe (lock-free, wakes every parked thread).
+  void close() noexcept {
+    std::uint32_t expected = open;
+    if (!close_state_.compare_exchange_strong(expected, closing, std::memory_order_seq_cst)) {
+      wait_until_closed();
+      return;
+    }
+    // (C1) release: the last value of the tail that producers may use. A producer whose
+    // fetch_add comes later in the tail's modification order acquires this (P1) and sees
+    // `closing`, so it compares its ticket with final_ticket_ and gives up.
+    const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_acq_rel);
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      abandoned_[i].store(last, std::memory_order_relaxed); // "no producer gave up here"
+    }
+    final_ticket_.store(last, std::memory_order_relaxed);
+    // (C2) seq_cst: publishes final_ticket_ and abandoned_ (pairs with the acquire loads in
+    // wait_until_closed), and orders this store before the sleeper-bit reads below (pairs with
+    // the seq_cst CAS in await: a waiter either sees `closed` or is woken here).
+    close_state_.store(closed, std::memory_order_seq_cst);
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      wake_sleepers(ring_[physical_index(i)]);
+    }
+  }
+
+  /// True once close() has been called. Thread-safe.
+  bool is_closed() const noexcept { return close_state_.load(std::memory_order_acquire) != open; }
+
+  // ---- observers ------------------------------------------------------------------------------
+
+  /// The capacity given to the constructor. Thread-safe.
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  /// The capacity, as in the original library (drop-in compatibility): not the element count.
+  /// Use size_approx() for that. Thread-safe.
+  std::size_t size() const noexcept { return capacity_; }
+
+  /// The number of elements inside, or about to be (tickets taken on the producer side minus
+  /// those on the consumer side, clamped to [0, capacity]). Exact only when no call is in
+  /// progress. Thread-safe.
+  std::size_t size_approx() const noexcept {
+    const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
+    const std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
+    const auto d = static_cast<std::int64_t>(t - h);
+    if (d <= 0) {
+      return 0;
+    }
+    return static_cast<std::uint64_t>(d) >= capacity_ ? capacity_ : static_cast<std::size_t>(d);
+  }
+
+private:
+  // A slot's turn word is 8 * ticket + state (+ sleeper_bit). For the ticket t that maps to it:
+  //   8t + state_free   free: the producer holding t may construct
+  //   8t + state_full   the element of t is published: its consumer may take it
+  //   8t + state_hole   the producer of t failed to construct: its consumer skips the slot
+  // and the consumer of t hands the slot on by storing 8(t + capacity) + state_free.
+  // Computed modulo 2^64, so the encoding wraps with the 64-bit tickets.
+  static constexpr std::uint64_t sleeper_bit = 1; // a thread is parked on this word
+  static constexpr std::uint64_t state_free = 0;
+  static constexpr std::uint64_t state_full = 2;
+  static constexpr std::uint64_t state_hole = 4;
+  static constexpr std::uint64_t state_mask = 6;
+
+  static constexpr std::uint32_t open = 0;
+  static constexpr std::uint32_t closing = 1;
+  static constexpr std::uint32_t closed = 2;
+
+  struct slot {
+    std::atomic<std::uint64_t> turn{0};
+    alignas(T) unsigned char storage[sizeof(T)];
+
+    T* item() noexcept {
+#if ASYNC_CPLUSPLUS >= 17
+      return std::launder(reinterpret_cast<T*>(storage));
+#else
+      return reinterpret_cast<T*>(storage);
+#endif
+    }
+  };
+
+  static constexpr std::size_t ring_alignment = alignof(slot) > line_size ? alignof(slot)
+                                                                          : line_size;
+
+  enum class claim { claimed, unavailable, closed };
+  enum class waited { ready, interrupted, timed_out };
+
+  static constexpr std::uint64_t turn_of(std::uint64_t ticket, std::uint64_t state) noexcept {
+    return ticket * 8 + state;
+  }
+
+  // Slots per cache line and the transposition that sends consecutive tickets to different
+  // lines: logical index i = q * lines + r lives at physical r * per_line + q. Two producers
+  // (or consumers) holding neighbouring tickets then write different lines.
+  void layout_ring() noexcept {
+    std::size_t per_line = 1;
+    while (per_line * 2 * sizeof(slot) <= line_size) {
+      per_line *= 2;
+    }
+    if (per_line > capacity_) {
+      per_line = 1; // a ring shorter than a line: nothing to spread
+    }
+    per_line_ = per_line;
+    lines_ = (capacity_ + per_line - 1) / per_line;
+    ring_slots_ = lines_ * per_line;
+    pow2_ = (capacity_ & (capacity_ - 1)) == 0;
+    mask_ = capacity_ - 1;
+    per_line_shift_ = log2_of(per_line_);
+    lines_shift_ = pow2_ ? log2_of(lines_) : 0;
+  }
+
+  static unsigned log2_of(std::size_t x) noexcept {
+    unsigned n = 0;
+    while ((std::size_t(1) << n) < x) {
+      ++n;
+    }
+    return n;
+  }
+
+  std::size_t physical_index(std::size_t i) const noexcept {
+    if (pow2_) {
+      return ((i & (lines_ - 1)) << per_line_shift_) | (i >> lines_shift_);
+    }
+    return (i % lines_) * per_line_ + i / lines_;
+  }
+
+  std::size_t logical_index(std::uint64_t ticket) const noexcept {
+    return pow2_ ? static_cast<std::size_t>(ticket & mask_)
+                 : static_cast<std::size_t>(ticket % capacity_);
+  }
+
+  slot& slot_of(std::uint64_t ticket) const noexcept {
+    return ring_[physical_index(logical_index(ticket))];
+  }
+
+  // Takes the tail ticket with a CAS if its slot is free. Reports unavailable (full) with the
+  // slot and turn value to wait on, or closed.
+  claim claim_for_producer(std::uint64_t& t, slot*& s, std::uint64_t& seen) {
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
+      return claim::closed;
+    }
+    t = tail_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      s = &slot_of(t);
+      // (E1) acquire: pairs with the consumer's release in release_slot() (E3): the previous
+      // element has been moved out and destroyed before we construct over it.
+      seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      const auto d = static_cast<std::int64_t>(seen - turn_of(t, state_free));
+      if (d == 0) {
+        // acquire on success: as (P1), a ticket taken after close() must see it.
+        if (tail_.value.compare_exchange_weak(t, t + 1, std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+          if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
+              ticket_after_close(t)) {
+            return claim::closed;
+          }
+          return claim::claimed;
+        }
+      } else if (d < 0) {
+        return claim::unavailable; // the slot still holds the previous lap: full
+      } else {
+        t = tail_.value.load(std::memory_order_relaxed); // another producer took t
+      }
+    }
+  }
+
+  // Takes the head ticket with a CAS if its element is published, skipping holes and the
+  // tickets of producers that gave up at close(). Reports unavailable (empty) with the slot and
+  // turn value to wait on, or closed (closed and drained).
+  claim claim_for_consumer(std::uint64_t& h, slot*& s, std::uint64_t& seen) {
+    h = head_.value.load(std::memory_order_relaxed);
+    for (;;) {
+      s = &slot_of(h);
+      // (D2) acquire: pairs with the producer's release in publish() (E2).
+      seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      const std::uint64_t full = turn_of(h, state_full);
+      if (seen == full || seen == turn_of(h, state_hole)) {
+        if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
+                                              std::memory_order_relaxed)) {
+          if (seen == full) {
+            return claim::claimed;
+          }
+          release_slot(*s, h);
+          ++h;
+        }
+        continue;
+      }
+      if (static_cast<std::int64_t>(seen - full) < 0) {
+        // Not published yet. After close() the ticket may be dead: past the last producer
+        // ticket (then the queue is drained) or given up by its producer (then skip it).
+        if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) == closed) &&
+            consumer_ticket_is_dead(h)) {
+          if (ticket_after_close(h)) {
+            return claim::closed;
+          }
+          if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
+                                                std::memory_order_relaxed)) {
+            ++h;
+          }
+          continue;
+        }
+        return claim::unavailable;
+      }
+      h = head_.value.load(std::memory_order_relaxed); // another consumer took h
+    }
+  }
+
+  template <typename... Args>
+  bool construct_and_publish(slot& s, std::uint64_t t, Args&&... args) {
+    using nothrow = std::is_nothrow_constructible<T, Args&&...>;
+    if (!construct(s, t, std::integral_constant<bool, nothrow::value>(),
+                   std::forward<Args>(args)...)) {
+      return false;
+    }
+    publish(s, turn_of(t, state_full));
+    return true;
+  }
+
+  template <typename... Args>
+  bool construct(slot& s, std::uint64_t, std::true_type /*nothrow*/, Args&&... args) noexcept {
+    ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
+    return true;
+  }
+
+  template <typename... Args>
+  bool construct(slot& s, std::uint64_t t, std::false_type /*may throw*/, Args&&... args) {
+    try {
+      ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
+    } catch (...) {
+      publish(s, turn_of(t, state_hole)); // the consumer of t skips this slot
+      if (noexcept_check) {
+        return false;
+      }
+      throw;
+    }
+    return true;
+  }
+
+  // (E2) release: publishes the element (or the hole); pairs with (D2). The exchange also
+  // reads the sleeper bit in the same atomic step, so a thread that set it before this point
+  // is woken, and one that tries later fails its CAS and sees the new value.
+  void publish(slot& s, std::uint64_t value) noexcept {
+    if (ASYNC_UNLIKELY(s.turn.exchange(value, std::memory_order_release) & sleeper_bit)) {
+      detail::unpark_all(&s.turn);
+    }
+  }
+
+  // (E3) release: the element is gone; the slot belongs to the producer of h + capacity.
+  // Pairs with (E1) and with the blocked producer's acquire in await().
+  void release_slot(slot& s, std::uint64_t h) noexcept {
+    publish(s, turn_of(h + capacity_, state_free));
+  }
+
+  template <typename U>
+  void take(slot& s, std::uint64_t h, U& out) {
+    struct finish {
+      bounded_queue* q;
+      slot& s;
+      std::uint64_t h;
+      ~finish() {
+        s.item()->~T();
+        q->release_slot(s, h);
+      }
+    } done{this, s, h};
+    out = std::move(*s.item());
+  }
+
+  // Spins, then parks on `word` until ready(word) holds, interrupted() holds, or the deadline
+  // passes. interrupted() is re-evaluated after the sleeper bit is set and before sleeping; a
+  // thread that makes it true must then call wake_sleepers() on the word.
+  template <typename Ready, typename Interrupted>
+  waited await(std::atomic<std::uint64_t>& word, Ready ready, Interrupted interrupted,
+               const detail::wait_clock::time_point* deadline) {
+    unsigned spins = 0;
+    for (;;) {
+      // acquire: pairs with (E2)/(E3), whichever made the word ready.
+      std::uint64_t v = word.load(std::memory_order_acquire);
+      if (ready(v)) {
+        return waited::ready;
+      }
+      if (interrupted()) {
+        return waited::interrupted;
+      }
+      if (spins < spin_budget) {
+        ++spins;
+        detail::cpu_pause();
+        continue;
+      }
+      if (spins < spin_budget + yield_budget) {
+        // The thread we wait for may be runnable but descheduled (more threads than cores):
+        // offering the core is far cheaper than a park/unpark pair of syscalls.
+        ++spins;
+        std::this_thread::yield();
+        continue;
+      }
+      if ((v & sleeper_bit) == 0) {
+        // seq_cst: ordered before the interrupted() check below; pairs with (C2) and (A1).
+        if (!word.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_seq_cst,
+                                        std::memory_order_acquire)) {
+          continue;
+        }
+        v |= sleeper_bit;
+      }
+      if (interrupted()) {
+        return waited::interrupted;
+      }
+      if (!detail::park(&word, v, deadline)) {
+        return ready(word.load(std::memory_order_acquire)) ? waited::ready : waited::timed_out;
+      }
+    }
+  }
+
+  // Clears the sleeper bit (changing the word, so a thread about to park does not sleep) and
+  // wakes the threads parked on the slot.
+  void wake_sleepers(slot& s) noexcept {
+    std::uint64_t v = s.turn.load(std::memory_order_seq_cst);
+    while ((v & sleeper_bit) != 0) {
+      if (s.turn.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_seq_cst,
+                                       std::memory_order_seq_cst)) {
+        detail::unpark_all(&s.turn);
+        return;
+      }
+    }
+  }
+
+  void wait_until_closed() const noexcept {
+    // close() is a short, non-blocking sequence in another thread: wait for its end.
+    unsigned spins = 0;
+    while (close_state_.load(std::memory_order_acquire) != closed) {
+      if (++spins < 64) {
+        detail::cpu_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  // True when `t` was taken after close() fixed the last ticket: nothing is or will be there.
+  bool ticket_after_close(std::uint64_t t) const noexcept {
+    wait_until_closed();
+    const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
+    return static_cast<std::int64_t>(t - last) >= 0;
+  }
+
+  // Consumer side: no element will ever be published at ticket h. Only after close(): either h
+  // is past the last producer ticket, or the producer of h (or of an earlier ticket of the same
+  // slot, which stops the slot for good) gave up.
+  bool consumer_ticket_is_dead(std::uint64_t h) const noexcept {
+    if (close_state_.load(std::memory_order_seq_cst) != closed) {
+      return false;
+    }
+    const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
+    if (static_cast<std::int64_t>(h - last) >= 0) {
+      return true;
+    }
+    const std::uint64_t from = abandoned_[logical_index(h)].load(std::memory_order_seq_cst);
+    return static_cast<std::int64_t>(from - last) < 0 && static_cast<std::int64_t>(h - from) >= 0;
+  }
+
+  // A producer holding ticket t (taken before close()) gives up: record it so that the
+  // consumer of t skips it. Its slot then never advances (the consumer does not release a
+  // skipped ticket), so every later producer ticket of this slot gives up too, and the record
+  // keeps the smallest one.
+  void abandon(std::uint64_t t, slot& s) noexcept {
+    wait_until_closed();
+    const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
+    std::atomic<std::uint64_t>& from = abandoned_[logical_index(t)];
+    std::uint64_t cur = from.load(std::memory_order_relaxed);
+    // (A1) seq_cst: ordered before the sleeper-bit read in wake_sleepers; pairs with await.
+    while (
+        static_cast<std::int64_t>(t - last) < static_cast<std::int64_t>(cur - last) &&
+        !from.compare_exchange_weak(cur, t, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    }
+    wake_sleepers(s);
+  }
+
+  // ---- data -----------------------------------------------------------------------------------
+  // Written by the constructor only (read by every thread):
+  std::size_t capacity_;
+  slot* ring_ = nullptr;
+  std::atomic<std::uint64_t>* abandoned_ = nullptr; // per logical slot; written after close()
+  std::size_t per_line_ = 1;
+  std::size_t lines_ = 1;
+  std::size_t ring_slots_ = 0;
+  std::uint64_t mask_ = 0;
+  unsigned per_line_shift_ = 0;
+  unsigned lines_shift_ = 0;
+  bool pow2_ = true;
+  // Written once by close(); read on the producers' path (a line that stays shared).
+  std::atomic<std::uint32_t> close_state_{open};
+  std::atomic<std::uint64_t> final_ticket_{0};
+
+  // Counters with a line of padding on each side. Padding instead of alignas: an over-aligned
+  // class would break `new bounded_queue` in C++14 (and warn under -Waligned-new).
+  struct separated_counter {
+    char before[line_size];
+    std::atomic<std::uint64_t> value{0};
+    char after[line_size - sizeof(std::atomic<std::uint64_t>)];
+  };
+  // Written by consumers (fetch_add or CAS): the next ticket to consume.
+  separated_counter head_;
+  // Written by producers (fetch_add or CAS), and once by close(): the next ticket to produce.
+  separated_counter tail_;
+};
+
+} // namespace async
+
+#endif // ASYNC_BOUNDED_QUEUE_H

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// Parking on a 64-bit atomic word: a thread that has nothing to do sleeps in the kernel until
+// another thread changes the word and wakes it. The protocol is the futex one:
+//
+//   waiter:  read the word (x); decide to sleep; park(word, x)   -- returns at once if word != x
+//   waker:   change the word;  unpark_all(word)
+//
+// Because park() re-checks the value under the kernel's (or the bucket's) lock, a change made
+// before the waker calls unpark_all can never be missed. Callers keep a "somebody sleeps" bit in
+// the word itself so that the waker calls unpark_all only when needed (no syscall otherwise).
+//
+// Linux: futex on the low 32 bits of the word (every change the callers make alters those bits).
+// Elsewhere (or with ASYNC_NO_FUTEX=1): a fixed table of mutex + condition-variable buckets
+// hashed by address.
+#ifndef ASYNC_DETAIL_WAIT_H
+#define ASYNC_DETAIL_WAIT_H
+
+#include "config.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#if ASYNC_HAS_FUTEX
+#include <climits>
+#include <ctime>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace async {
+namespace detail {
+
+static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
+              "async needs lock-free 64-bit atomics (tickets and turns are 64-bit everywhere).");
+
+using wait_clock = std::chrono::steady_clock;
+
+#if ASYNC_HAS_FUTEX
+
+/// The 32-bit half of `word` that holds its least significant bits (the half futex watches).
+inline std::uint32_t* futex_half(std::atomic<std::uint64_t>* word) noexcept {
+  static_assert(sizeof(std::atomic<std::uint64_t>) == sizeof(std::uint64_t),
+                "std::atomic<std::uint64_t> must have the size of its value to be a futex word.");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return reinterpret_cast<std::uint32_t*>(word) + 1;
+#else
+  return reinterpret_cast<std::uint32_t*>(word);
+#endif
+}
+
+/// Sleeps while `word` still holds `expected`, until woken, until `deadline` (if not null), or
+/// spuriously. Returns false only when the deadline has passed. Thread-safe.
+inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
+                 const wait_clock::time_point* deadline) noexcept {
+  timespec rel{};
+  timespec* timeout = nullptr;
+  if (deadline != nullptr) {
+    const auto left = *deadline - wait_clock::now();
+    if (left <= wait_clock::duration::zero()) {
+      return false;
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    rel.tv_sec = static_cast<decltype(rel.tv_sec)>(ns / 1000000000);
+    rel.tv_nsec = static_cast<decltype(rel.tv_nsec)>(ns % 1000000000);
+    timeout = &rel;
+  }
+  // FUTEX_WAIT compares the low half with `expected` atomically with going to sleep. Watching
+  // the low half is enough: callers change the word by amounts that alter it, and whoever
+  // changes a word that carries the caller's sleeper bit calls unpark_all afterwards.
+  syscall(SYS_futex, futex_half(word), FUTEX_WAIT_PRIVATE, static_cast<std::uint32_t>(expected),
+          timeout, nullptr, 0);
+  return deadline == nullptr || wait_clock::now() < *deadline;
+}
+
+/// Wakes every thread parked on `word`. Call after changing the word. Thread-safe.
+inline void unpark_all(std::atomic<std::uint64_t>* word) noexcept {
+  syscall(SYS_futex, futex_half(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+#else // condition-variable parking lot
+
+struct parking_bucket {
+  std::mutex mutex;
+  std::condition_variable cv;
+};
+
+inline parking_bucket& bucket_for(const void* address) noexcept {
+  static parking_bucket table[64];
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  return table[(a >> 4) % 64];
+}
+
+inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
+                 const wait_clock::time_point* deadline) {
+  parking_bucket& b = bucket_for(word);
+  std::unique_lock<std::mutex> lock(b.mutex);
+  // Re-checked under the bucket lock: a waker changes the word before taking this lock.
+  if (word->load(std::memory_order_acquire) != expected) {
+    return true;
+  }
+  if (deadline == nullptr) {
+    b.cv.wait(lock);
+    return true;
+  }
+  return b.cv.wait_until(lock, *deadline) == std::cv_status::no_timeout;
+}
+
+inline void unpark_all(std::atomic<std::uint64_t>* word) {
+  parking_bucket& b = bucket_for(word);
+  { std::lock_guard<std::mutex> lock(b.mutex); }
+  b.cv.notify_all();
+}
+
+#endif
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_WAIT_H

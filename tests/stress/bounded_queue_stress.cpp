@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: BSL-1.0
+// Producers and consumers against async::bounded_queue with try, blocking, timed and mixed
+// calls; every run verifies exactly-once delivery and per-producer FIFO (tests/support/stress.h).
+#include <async/bounded_queue.h>
+
+#include "stress.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <thread>
+
+using async::bounded_queue;
+using async_test::got;
+using async_test::stress_shape;
+
+namespace {
+
+struct no_spin_traits : async::bounded_traits {
+  static constexpr unsigned SPIN_BUDGET = 0;
+};
+
+enum class style { blocking, try_calls, mixed };
+
+template <typename Queue>
+void run(Queue& q, const stress_shape& shape, style how) {
+  // Catch2 assertions are not thread-safe: worker threads count, the test thread checks.
+  std::atomic<std::size_t> refused{0};
+  auto produce = [&](std::size_t p, std::uint64_t item) {
+    if (how == style::blocking || (how == style::mixed && (item + p) % 3 == 0)) {
+      if (!q.blocking_enqueue(item)) {
+        refused.fetch_add(1); // the queue is open: must never happen
+      }
+      return;
+    }
+    if (how == style::mixed && item % 3 == 1) {
+      while (!q.enqueue_for(item, std::chrono::milliseconds(1))) {
+      }
+      return;
+    }
+    while (!q.enqueue(item)) {
+      std::this_thread::yield();
+    }
+  };
+  auto consume = [&](std::size_t c, std::uint64_t& out) {
+    if (how == style::blocking || (how == style::mixed && c % 3 == 0)) {
+      return q.blocking_dequeue(out) ? got::item : got::finished;
+    }
+    if (how == style::mixed && c % 3 == 1) {
+      if (q.dequeue_for(out, std::chrono::milliseconds(1))) {
+        return got::item;
+      }
+      return q.is_closed() ? got::finished : got::empty;
+    }
+    if (q.dequeue(out)) {
+      return got::item;
+    }
+    return q.is_closed() ? got::finished : got::empty;
+  };
+  auto all_produced = [&] {
+    if (how != style::try_calls) {
+      q.close();
+    }
+  };
+  const auto report = async_test::run_stress(shape, produce, consume, all_produced);
+  CHECK(refused == 0);
+  async_test::check_report(shape, report);
+}
+
+const stress_shape shapes[] = {{1, 1, 0}, {2, 2, 0}, {4, 4, 0}, {1, 4, 0}, {4, 1, 0}};
+
+stress_shape sized(stress_shape s, std::size_t total) {
+  s.per_producer = async_test::scaled(total) / s.producers;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("blocking calls: exactly once, per-producer FIFO", "[bounded_queue][stress]") {
+  for (std::size_t cap : {1u, 3u, 1024u}) {
+    for (const auto& shape : shapes) {
+      INFO("capacity " << cap);
+      bounded_queue<std::uint64_t> q(cap);
+      run(q, sized(shape, 100000), style::blocking);
+    }
+  }
+}
+
+TEST_CASE("blocking calls that always park", "[bounded_queue][stress]") {
+  for (std::size_t cap : {1u, 2u, 64u}) {
+    for (const auto& shape : shapes) {
+      INFO("capacity " << cap);
+      bounded_queue<std::uint64_t, no_spin_traits> q(cap);
+      run(q, sized(shape, 20000), style::blocking);
+    }
+  }
+}
+
+TEST_CASE("try calls: exactly once, per-producer FIFO", "[bounded_queue][stress]") {
+  for (std::size_t cap : {1u, 3u, 1024u}) {
+    for (const auto& shape : shapes) {
+      INFO("capacity " << cap);
+      bounded_queue<std::uint64_t> q(cap);
+      run(q, sized(shape, 200000), style::try_calls);
+    }
+  }
+}
+
+TEST_CASE("try, timed and blocking calls mixed on one queue", "[bounded_queue][stress]") {
+  for (std::size_t cap : {2u, 1000u}) {
+    for (const auto& shape : shapes) {
+      INFO("capacity " << cap);
+      bounded_queue<std::uint64_t> q(cap);
+      run(q, sized(shape, 100000), style::mixed);
+    }
+  }
+}
+
+TEST_CASE("tickets wrap around 2^64 under concurrency", "[bounded_queue][stress]") {
+  for (std::size_t cap : {1u, 8u, 64u}) {
+    INFO("capacity " << cap);
+    for (const auto& shape : {stress_shape{2, 2, 0}, stress_shape{1, 1, 0}}) {
+      const std::uint64_t start = std::numeric_limits<std::uint64_t>::max() - 5000;
+      bounded_queue<std::uint64_t> q(cap, async::detail::first_ticket{start});
+      run(q, sized(shape, 20000), style::blocking);
+      bounded_queue<std::uint64_t> r(cap, async::detail::first_ticket{start});
+      run(r, sized(shape, 20000), style::try_calls);
+    }
+  }
+}

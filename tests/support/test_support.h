@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: BSL-1.0
+// Helpers shared by the test binaries: stress sizes, a start barrier, element types that count
+// their lifetimes or throw on demand, and the CPU time of the process.
+#ifndef ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
+#define ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <time.h>
+
+namespace async_test {
+
+/// ASYNC_STRESS_SCALE from the environment (1 = full size; presets lower it under sanitizers
+/// and qemu).
+inline double stress_scale() {
+  const char* s = std::getenv("ASYNC_STRESS_SCALE");
+  const double v = s != nullptr ? std::atof(s) : 1.0;
+  return v > 0 ? v : 1.0;
+}
+
+/// `n` scaled by ASYNC_STRESS_SCALE, at least `minimum`.
+inline std::size_t scaled(std::size_t n, std::size_t minimum = 1000) {
+  const auto v = static_cast<std::size_t>(static_cast<double>(n) * stress_scale());
+  return std::max(v, minimum);
+}
+
+/// Releases all participants at once, so that threads really run against each other.
+class start_barrier {
+public:
+  explicit start_barrier(std::size_t parties) : waiting_(parties) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (--waiting_ == 0) {
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [this] { return waiting_ == 0; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::size_t waiting_;
+};
+
+/// Counts every construction and destruction; an odd size (not a multiple of 8) on purpose.
+struct tracked {
+  static std::atomic<long>& constructed() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  static std::atomic<long>& destroyed() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  static long alive() { return constructed().load() - destroyed().load(); }
+  static void reset() {
+    constructed() = 0;
+    destroyed() = 0;
+  }
+
+  explicit tracked(int v = 0) : value(v) { constructed().fetch_add(1); }
+  tracked(const tracked& o) : value(o.value) { constructed().fetch_add(1); }
+  tracked(tracked&& o) noexcept : value(o.value) { constructed().fetch_add(1); }
+  tracked& operator=(const tracked&) = default;
+  tracked& operator=(tracked&&) noexcept = default;
+  ~tracked() { destroyed().fetch_add(1); }
+
+  int value;
+  char odd[9] = {};
+};
+
+/// Throws from its constructor when built from a value in the "bad" range.
+struct throws_on {
+  static std::atomic<long>& alive() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  explicit throws_on(int v) : value(v) {
+    if (v < 0) {
+      throw std::runtime_error("throws_on: negative value");
+    }
+    alive().fetch_add(1);
+  }
+  throws_on(const throws_on& o) : value(o.value) { alive().fetch_add(1); }
+  throws_on& operator=(const throws_on&) = default;
+  ~throws_on() { alive().fetch_sub(1); }
+  int value;
+};
+
+/// CPU seconds consumed by the whole process so far.
+inline double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+} // namespace async_test
+
+#endif // ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
