@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSL-1.0
+// async::bounded_queue: its blocking calls (fetch_add tickets, park when waiting) and its try
+// calls (CAS tickets) with the harness's spin_wait.
+#ifndef ASYNC_BENCH_ADAPTERS_ASYNC_BOUNDED_QUEUE_H
+#define ASYNC_BENCH_ADAPTERS_ASYNC_BOUNDED_QUEUE_H
+
+#include "../harness.h"
+
+#include <async/bounded_queue.h>
+
+namespace async_bench {
+
+struct async_bounded_blocking {
+  using queue = async::bounded_queue<std::uint64_t>;
+  static const char* name() { return "async::bounded_queue"; }
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    return std::unique_ptr<queue>(new queue(capacity));
+  }
+  static void push(queue& q, std::uint64_t v) { q.blocking_enqueue(v); }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    q.blocking_dequeue(v);
+    return v;
+  }
+};
+
+struct async_bounded_try {
+  using queue = async::bounded_queue<std::uint64_t>;
+  static const char* name() { return "async::bounded_queue try"; }
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    return std::unique_ptr<queue>(new queue(capacity));
+  }
+  static void push(queue& q, std::uint64_t v) {
+    spin_wait wait;
+    while (!q.enqueue(v)) {
+      wait();
+    }
+  }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    spin_wait wait;
+    while (!q.dequeue(v)) {
+      wait();
+    }
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif

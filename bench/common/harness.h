@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: BSL-1.0
+// The one measuring loop every queue competitor runs through, the registration of scenarios,
+// and a reporter that ends the run with a comparison table (ours / each peer) and a CSV.
+//
+// Every measurement verifies what it received: each consumer pops a fixed quota, and the sum of
+// all popped values must equal the sum pushed. A wrong result marks the benchmark as failed and
+// the binary exits with status 1.
+#ifndef ASYNC_BENCH_COMMON_HARNESS_H
+#define ASYNC_BENCH_COMMON_HARNESS_H
+
+#include <async/detail/cache.h>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace async_bench {
+
+// ---- options ------------------------------------------------------------------------------------
+
+struct options {
+  int threads = 0;                              // N: the machine's hardware threads unless given
+  std::uint64_t items = std::uint64_t(1) << 20; // items moved per measured iteration
+  bool oversubscribe = false;                   // also run shapes with more threads than N
+  std::string csv;                              // where to write the CSV (empty: no CSV)
+};
+
+inline options& opts() {
+  static options o;
+  return o;
+}
+
+/// Reads and removes our own --async_* flags; the rest goes to Google Benchmark.
+inline void parse_options(int& argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    auto value = [a](const char* key) -> const char* {
+      const std::size_t n = std::strlen(key);
+      return std::strncmp(a, key, n) == 0 ? a + n : nullptr;
+    };
+    if (const char* v = value("--async_threads=")) {
+      opts().threads = std::atoi(v);
+    } else if (const char* v = value("--async_items=")) {
+      opts().items = std::strtoull(v, nullptr, 10);
+    } else if (const char* v = value("--async_csv=")) {
+      opts().csv = v;
+    } else if (std::strcmp(a, "--async_oversubscribe") == 0) {
+      opts().oversubscribe = true;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  if (opts().threads <= 0) {
+    const unsigned n = std::thread::hardware_concurrency();
+    opts().threads = n == 0 ? 2 : static_cast<int>(n);
+  }
+}
+
+inline bool& failed() {
+  static bool f = false;
+  return f;
+}
+
+inline void fail(benchmark::State& state, const std::string& what) {
+  failed() = true;
+  std::fprintf(stderr, "VERIFICATION FAILED: %s\n", what.c_str());
+  state.SkipWithError(what.c_str());
+}
+
+// ---- waiting --------------------------------------------------------------------------------
+
+/// The back-off every spinning adapter uses when a try call fails: pause, then yield (on a
+/// machine with fewer cores than threads a pure spin would starve the thread it waits for).
+class spin_wait {
+public:
+  void operator()() {
+    if (++n_ < 64) {
+      async::detail::cpu_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+private:
+  unsigned n_ = 0;
+};
+
+/// Start line for the threads of one measurement: the timer starts when it opens.
+class start_line {
+public:
+  void wait() const {
+    while (!open_.load(std::memory_order_acquire)) {
+      std::this_thread::yield();
+    }
+  }
+  void open() { open_.store(true, std::memory_order_release); }
+
+private:
+  std::atomic<bool> open_{false};
+};
+
+// ---- shapes ---------------------------------------------------------------------------------
+
+struct shape {
+  int producers;
+  int consumers;
+  std::string name() const {
+    return std::to_string(producers) + "p" + std::to_string(consumers) + "c";
+  }
+};
+
+/// 1p1c, 2p2c, 4p4c, 8p8c, 1p(N-1)c, (N-1)p1c: those that fit in N threads (all of them with
+/// --async_oversubscribe).
+inline std::vector<shape> throughput_shapes() {
+  const int n = opts().threads;
+  std::vector<shape> all = {{1, 1}, {2, 2}, {4, 4}, {8, 8}};
+  if (n > 2) {
+    all.push_back({1, n - 1});
+    all.push_back({n - 1, 1});
+  }
+  std::vector<shape> out;
+  for (const shape& s : all) {
+    const bool fits = s.producers + s.consumers <= n;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const shape& o) {
+      return o.producers == s.producers && o.consumers == s.consumers;
+    });
+    if ((fits || opts().oversubscribe) && !seen) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// ---- the throughput loop ----------------------------------------------------------------------
+
+/// P producers push, C consumers pop, `items` values per iteration (rounded to a multiple of
+/// P*C so that every thread has an exact quota). Measures from the start line to the last join.
+template <typename Adapter>
+void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
+  const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
+  const std::uint64_t per_pair = std::max<std::uint64_t>(1, opts().items / pc);
+  const std::uint64_t per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers);
+  const std::uint64_t per_consumer = per_pair * static_cast<std::uint64_t>(sh.producers);
+  const std::uint64_t total = per_producer * static_cast<std::uint64_t>(sh.producers);
+  // Values 1..total (atomic_queue reserves 0 as its empty marker).
+  const std::uint64_t expected_sum = total * (total + 1) / 2;
+
+  for (auto _ : state) {
+    auto q = Adapter::make(capacity);
+    start_line start;
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(sh.consumers), 0);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < sh.producers; ++p) {
+      threads.emplace_back([&, p] {
+        start.wait();
+        const std::uint64_t first = static_cast<std::uint64_t>(p) * per_producer + 1;
+        for (std::uint64_t i = 0; i < per_producer; ++i) {
+          Adapter::push(*q, first + i);
+        }
+      });
+    }
+    for (int c = 0; c < sh.consumers; ++c) {
+      threads.emplace_back([&, c] {
+        start.wait();
+        std::uint64_t sum = 0;
+        for (std::uint64_t i = 0; i < per_consumer; ++i) {
+          sum += Adapter::pop(*q);
+        }
+        sums[static_cast<std::size_t>(c)] = sum;
+      });
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    start.open();
+    for (auto& t : threads) {
+      t.join();
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    std::uint64_t sum = 0;
+    for (std::uint64_t s : sums) {
+      sum += s;
+    }
+    if (sum != expected_sum) {
+      fail(state, std::string(Adapter::name()) + " " + sh.name() + ": sum " + std::to_string(sum) +
+                      " != " + std::to_string(expected_sum));
+      return;
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
+  state.counters["threads"] = sh.producers + sh.consumers;
+}
+
+/// One value bounces between two threads through two queues; `items` round trips per
+/// iteration. Reported as round trips per second and ns per round trip.
+template <typename Adapter>
+void ping_pong(benchmark::State& state, std::size_t capacity) {
+  const std::uint64_t rounds = std::max<std::uint64_t>(1, opts().items / 16);
+  for (auto _ : state) {
+    auto there = Adapter::make(capacity);
+    auto back = Adapter::make(capacity);
+    start_line start;
+    std::thread echo([&] {
+      start.wait();
+      for (std::uint64_t i = 0; i < rounds; ++i) {
+        Adapter::push(*back, Adapter::pop(*there) + 1);
+      }
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    start.open();
+    std::uint64_t v = 1;
+    for (std::uint64_t i = 0; i < rounds; ++i) {
+      Adapter::push(*there, v);
+      v = Adapter::pop(*back);
+    }
+    echo.join();
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (v != rounds + 1) {
+      fail(state, std::string(Adapter::name()) + " ping-pong: " + std::to_string(v));
+      return;
+    }
+    state.counters["ns_per_round_trip"] =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(rounds);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * rounds));
+}
+
+// ---- registration -----------------------------------------------------------------------------
+
+/// Benchmark names are "<scenario>/<parameters>/<implementation>"; the reporter groups rows by
+/// everything before the last '/'.
+inline std::string bench_name(const std::string& scenario, const std::string& params,
+                              const char* impl) {
+  return scenario + "/" + params + "/" + impl;
+}
+
+inline void configure(benchmark::internal::Benchmark* b) {
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+template <typename Adapter>
+void register_throughput(const std::vector<std::size_t>& capacities) {
+  for (std::size_t cap : capacities) {
+    for (const shape& sh : throughput_shapes()) {
+      const std::string params = (cap ? "cap:" + std::to_string(cap) + "/" : "") + sh.name();
+      configure(benchmark::RegisterBenchmark(
+          bench_name("throughput", params, Adapter::name()).c_str(),
+          [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); }));
+    }
+  }
+}
+
+template <typename Adapter>
+void register_ping_pong(std::size_t capacity) {
+  configure(benchmark::RegisterBenchmark(
+      bench_name("ping_pong", "round_trip", Adapter::name()).c_str(),
+      [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); }));
+}
+
+// ---- the comparison table ---------------------------------------------------------------------
+
+/// Console output as usual, then one table per scenario: items/s of every implementation and the
+/// ratio of ours (the first implementation whose name starts with "async::") to each peer.
+class table_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) {
+        continue;
+      }
+      // With repetitions keep the median; without, the single run.
+      const bool aggregate = !r.aggregate_name.empty();
+      if (aggregate && r.aggregate_name != "median") {
+        continue;
+      }
+      const std::string name = r.run_name.function_name;
+      const auto it = r.counters.find("items_per_second");
+      if (it == r.counters.end()) {
+        continue;
+      }
+      const std::size_t cut = name.rfind('/');
+      const std::string group = name.substr(0, cut);
+      const std::string impl = name.substr(cut + 1);
+      if (!rows_.count(group)) {
+        order_.push_back(group);
+      }
+      rows_[group][impl] = it->second.value;
+      if (std::find(impls_.begin(), impls_.end(), impl) == impls_.end()) {
+        impls_.push_back(impl);
+      }
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    print_table();
+    write_csv();
+  }
+
+private:
+  void print_table() const {
+    if (order_.empty()) {
+      return;
+    }
+    std::string ours;
+    for (const auto& i : impls_) {
+      if (i.compare(0, 7, "async::") == 0) {
+        ours = i;
+        break;
+      }
+    }
+    std::printf("\nMillion items per second (median), and ours / peer:\n\n| case |");
+    for (const auto& i : impls_) {
+      std::printf(" %s |", i.c_str());
+    }
+    for (const auto& i : impls_) {
+      if (i != ours && !ours.empty()) {
+        std::printf(" vs %s |", i.c_str());
+      }
+    }
+    std::printf("\n|---|");
+    for (std::size_t k = 0; k < impls_.size() * 2 - (ours.empty() ? impls_.size() : 1); ++k) {
+      std::printf("---|");
+    }
+    std::printf("\n");
+    for (const auto& g : order_) {
+      const auto& row = rows_.at(g);
+      std::printf("| %s |", g.c_str());
+      for (const auto& i : impls_) {
+        const auto it = row.find(i);
+        if (it == row.end()) {
+          std::printf(" - |");
+        } else {
+          std::printf(" %.2f |", it->second / 1e6);
+        }
+      }
+      const auto our = row.find(ours);
+      for (const auto& i : impls_) {
+        if (i == ours || ours.empty()) {
+          continue;
+        }
+        const auto it = row.find(i);
+        if (our == row.end() || it == row.end() || it->second <= 0) {
+          std::printf(" - |");
+        } else {
+          std::printf(" %.2fx |", our->second / it->second);
+        }
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  }
+
+  void write_csv() const {
+    if (opts().csv.empty()) {
+      return;
+    }
+    std::ofstream out(opts().csv);
+    out << "case,implementation,items_per_second\n";
+    for (const auto& g : order_) {
+      for (const auto& kv : rows_.at(g)) {
+        out << g << ',' << kv.first << ',' << kv.second << '\n';
+      }
+    }
+  }
+
+  std::vector<std::string> order_;
+  std::vector<std::string> impls_;
+  std::map<std::string, std::map<std::string, double>> rows_;
+};
+
+/// main() of every scenario binary: our flags, Google Benchmark's flags, the registrations, the
+/// run with the table, and a failing exit status if any result was wrong.
+template <typename Register>
+int run_main(int argc, char** argv, Register register_all) {
+  parse_options(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 2;
+  }
+  std::printf("async bench: N = %d threads, %llu items per iteration\n", opts().threads,
+              static_cast<unsigned long long>(opts().items));
+  register_all();
+  table_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return failed() ? 1 : 0;
+}
+
+} // namespace async_bench
+
+#endif // ASYNC_BENCH_COMMON_HARNESS_H
