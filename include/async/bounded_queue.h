@@ -213,7 +213,7 @@ public:
     }
     slot& s = slot_of(t);
     const std::uint64_t wanted = turn_of(t, state_free);
-    if (ASYNC_UNLIKELY((s.turn.load(std::memory_order_acquire) & ~sleeper_bit) != wanted)) {
+    if (ASYNC_UNLIKELY(!own_turn(s, wanted))) {
       const waited w = await(
           s.turn, [wanted](std::uint64_t v) { return (v & ~sleeper_bit) == wanted; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr);
@@ -281,9 +281,8 @@ public:
       slot& s = slot_of(h);
       const std::uint64_t full = turn_of(h, state_full);
       const std::uint64_t hole = turn_of(h, state_hole);
-      // (D2) acquire: pairs with the producer's release in publish() (E2).
-      std::uint64_t v = s.turn.load(std::memory_order_acquire) & ~sleeper_bit;
-      if (ASYNC_UNLIKELY(v != full && v != hole)) {
+      std::uint64_t v = full;
+      if (ASYNC_UNLIKELY(!own_turn(s, full))) {
         const waited w = await(
             s.turn,
             [full, hole](std::uint64_t x) {
@@ -590,6 +589,18 @@ private:
   // Pairs with (E1) and with the blocked producer's acquire in await().
   void release_slot(slot& s, std::uint64_t h) noexcept {
     publish(s, turn_of(h + capacity_, state_free));
+  }
+
+  // The fast-path check of a blocking call: is the slot's turn exactly `wanted`? Done as a CAS
+  // of the value onto itself rather than a load, so that the line arrives in this core's cache
+  // exclusively at once; the exchange that ends the operation then needs no second coherence
+  // round trip (a load followed by an exchange costs two). A sleeper bit fails the CAS and
+  // sends the caller to the slow path, which handles it.
+  // acquire: pairs with (E2) for a consumer and with (E3) for a producer.
+  static bool own_turn(slot& s, std::uint64_t wanted) noexcept {
+    std::uint64_t expected = wanted;
+    return s.turn.compare_exchange_strong(expected, wanted, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
   }
 
   template <typename U>
