@@ -294,7 +294,10 @@ public:
         continue;
       }
       const std::size_t cut = name.rfind('/');
-      const std::string group = name.substr(0, cut);
+      std::string group = name.substr(0, cut);
+      if (!r.run_name.threads.empty()) {
+        group += "/" + r.run_name.threads; // benchmarks run on Google Benchmark's threads
+      }
       const std::string impl = name.substr(cut + 1);
       if (!rows_.count(group)) {
         order_.push_back(group);
