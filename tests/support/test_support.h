@@ -96,6 +96,20 @@ struct throws_on {
   int value;
 };
 
+/// Polls `f()` until it equals `want` or `limit` passes; true if it did.
+template <typename F, typename T>
+bool eventually_equal(F f, const T& want,
+                      std::chrono::milliseconds limit = std::chrono::milliseconds(10000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!(f() == want)) {
+    if (std::chrono::steady_clock::now() > end) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 /// CPU seconds consumed by the whole process so far.
 inline double process_cpu_seconds() {
   timespec ts{};

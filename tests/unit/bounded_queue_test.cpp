@@ -39,19 +39,6 @@ struct original_traits {
   using sequence_type = std::uint64_t;
 };
 
-// Waits (bounded) until `pred` holds; false if it never did.
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) {
-      return false;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 } // namespace
 
 TEST_CASE("capacity 0 is rejected with std::invalid_argument", "[bounded_queue]") {

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// task: a move-only, type-erased `void()` callable with an inline buffer, so that the thread
+// pool stores small callables (the common case: a lambda with a few captures, or a function
+// with its decayed arguments and a promise) without a heap allocation of its own.
+//
+// invoke / invoke_result_t: C++14 versions of std::invoke and std::invoke_result_t (member
+// function and data pointers called through an object, a reference_wrapper, a raw or a smart
+// pointer), used to give post() exactly the semantics and result type of std::async.
+#ifndef ASYNC_DETAIL_TASK_H
+#define ASYNC_DETAIL_TASK_H
+
+#include "config.h"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace async {
+namespace detail {
+
+// ---- invoke -------------------------------------------------------------------------------------
+
+template <typename T>
+struct is_reference_wrapper : std::false_type {};
+template <typename U>
+struct is_reference_wrapper<std::reference_wrapper<U>> : std::true_type {};
+
+// Pointer to member function, called on an object of (a class derived from) C.
+template <typename C, typename Pointer, typename Object, typename... Args,
+          typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
+                                      std::is_base_of<C, typename std::decay<Object>::type>::value,
+                                  int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
+    -> decltype((std::forward<Object>(obj).*pm)(std::forward<Args>(args)...)) {
+  return (std::forward<Object>(obj).*pm)(std::forward<Args>(args)...);
+}
+
+// ... through a reference_wrapper.
+template <
+    typename C, typename Pointer, typename Object, typename... Args,
+    typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
+                                is_reference_wrapper<typename std::decay<Object>::type>::value,
+                            int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
+    -> decltype((obj.get().*pm)(std::forward<Args>(args)...)) {
+  return (obj.get().*pm)(std::forward<Args>(args)...);
+}
+
+// ... through a raw or smart pointer.
+template <
+    typename C, typename Pointer, typename Object, typename... Args,
+    typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
+                                !std::is_base_of<C, typename std::decay<Object>::type>::value &&
+                                !is_reference_wrapper<typename std::decay<Object>::type>::value,
+                            int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
+    -> decltype(((*std::forward<Object>(obj)).*pm)(std::forward<Args>(args)...)) {
+  return ((*std::forward<Object>(obj)).*pm)(std::forward<Args>(args)...);
+}
+
+// Pointer to data member.
+template <typename C, typename Pointer, typename Object,
+          typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
+                                      std::is_base_of<C, typename std::decay<Object>::type>::value,
+                                  int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype(std::forward<Object>(obj).*pm) {
+  return std::forward<Object>(obj).*pm;
+}
+
+template <
+    typename C, typename Pointer, typename Object,
+    typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
+                                is_reference_wrapper<typename std::decay<Object>::type>::value,
+                            int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype(obj.get().*pm) {
+  return obj.get().*pm;
+}
+
+template <
+    typename C, typename Pointer, typename Object,
+    typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
+                                !std::is_base_of<C, typename std::decay<Object>::type>::value &&
+                                !is_reference_wrapper<typename std::decay<Object>::type>::value,
+                            int>::type = 0>
+auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype((*std::forward<Object>(obj)).*pm) {
+  return (*std::forward<Object>(obj)).*pm;
+}
+
+template <typename F, typename... Args,
+          typename std::enable_if<std::is_member_pointer<typename std::decay<F>::type>::value,
+                                  int>::type = 0>
+auto invoke(F&& f, Args&&... args) -> decltype(invoke_member(f, std::forward<Args>(args)...)) {
+  return invoke_member(f, std::forward<Args>(args)...);
+}
+
+template <typename F, typename... Args,
+          typename std::enable_if<!std::is_member_pointer<typename std::decay<F>::type>::value,
+                                  int>::type = 0>
+auto invoke(F&& f, Args&&... args) -> decltype(std::forward<F>(f)(std::forward<Args>(args)...)) {
+  return std::forward<F>(f)(std::forward<Args>(args)...);
+}
+
+template <typename F, typename... Args>
+using invoke_result_t = decltype(detail::invoke(std::declval<F>(), std::declval<Args>()...));
+
+// ---- task ---------------------------------------------------------------------------------------
+
+/// A move-only `void()` callable. Callables of at most inline_size bytes, of fundamental
+/// alignment and with a noexcept move constructor live inside the task; larger ones on the heap.
+/// Not thread-safe (a value type: one owner at a time).
+class task {
+public:
+  static constexpr std::size_t inline_size = 64;
+
+  task() noexcept = default;
+
+  template <typename F, typename D = typename std::decay<F>::type,
+            typename = typename std::enable_if<!std::is_same<D, task>::value>::type>
+  task(F&& f) { // NOLINT: implicit on purpose, like std::function
+    emplace<D>(std::forward<F>(f), std::integral_constant<bool, fits_inline<D>()>());
+  }
+
+  task(task&& other) noexcept : ops_(other.ops_) {
+    if (ops_ != nullptr) {
+      ops_->move(&storage_, &other.storage_);
+      other.ops_ = nullptr;
+    }
+  }
+
+  task& operator=(task&& other) noexcept {
+    if (this != &other) {
+      reset();
+      if (other.ops_ != nullptr) {
+        other.ops_->move(&storage_, &other.storage_);
+        ops_ = other.ops_;
+        other.ops_ = nullptr;
+      }
+    }
+    return *this;
+  }
+
+  task(const task&) = delete;
+  task& operator=(const task&) = delete;
+
+  ~task() { reset(); }
+
+  explicit operator bool() const noexcept { return ops_ != nullptr; }
+
+  /// Runs the callable (which must be present). Exceptions propagate.
+  void operator()() { ops_->call(&storage_); }
+
+  void reset() noexcept {
+    if (ops_ != nullptr) {
+      ops_->destroy(&storage_);
+      ops_ = nullptr;
+    }
+  }
+
+private:
+  using storage_t = typename std::aligned_storage<inline_size, alignof(std::max_align_t)>::type;
+
+  struct operations {
+    void (*call)(storage_t*);
+    void (*move)(storage_t* to, storage_t* from) noexcept;
+    void (*destroy)(storage_t*) noexcept;
+  };
+
+  template <typename D>
+  static constexpr bool fits_inline() {
+    return sizeof(D) <= inline_size && alignof(D) <= alignof(std::max_align_t) &&
+           std::is_nothrow_move_constructible<D>::value;
+  }
+
+  template <typename D>
+  static D* inline_object(storage_t* s) noexcept {
+    return reinterpret_cast<D*>(s);
+  }
+  template <typename D>
+  static D*& heap_object(storage_t* s) noexcept {
+    return *reinterpret_cast<D**>(s);
+  }
+
+  template <typename D>
+  struct inline_ops {
+    static void call(storage_t* s) { (*inline_object<D>(s))(); }
+    static void move(storage_t* to, storage_t* from) noexcept {
+      ::new (static_cast<void*>(to)) D(std::move(*inline_object<D>(from)));
+      inline_object<D>(from)->~D();
+    }
+    static void destroy(storage_t* s) noexcept { inline_object<D>(s)->~D(); }
+    static constexpr operations table{&call, &move, &destroy};
+  };
+
+  template <typename D>
+  struct heap_ops {
+    static void call(storage_t* s) { (*heap_object<D>(s))(); }
+    static void move(storage_t* to, storage_t* from) noexcept {
+      ::new (static_cast<void*>(to)) D*(heap_object<D>(from));
+    }
+    static void destroy(storage_t* s) noexcept { delete heap_object<D>(s); }
+    static constexpr operations table{&call, &move, &destroy};
+  };
+
+  template <typename D, typename F>
+  void emplace(F&& f, std::true_type /*inline*/) {
+    ::new (static_cast<void*>(&storage_)) D(std::forward<F>(f));
+    ops_ = &inline_ops<D>::table;
+  }
+
+  template <typename D, typename F>
+  void emplace(F&& f, std::false_type /*heap*/) {
+    D* p = new D(std::forward<F>(f));
+    ::new (static_cast<void*>(&storage_)) D*(p);
+    ops_ = &heap_ops<D>::table;
+  }
+
+  storage_t storage_;
+  const operations* ops_ = nullptr;
+};
+
+template <typename D>
+constexpr task::operations task::inline_ops<D>::table;
+template <typename D>
+constexpr task::operations task::heap_ops<D>::table;
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_TASK_H

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: BSL-1.0
+#ifndef ASYNC_THREADPOOL_H
+#define ASYNC_THREADPOOL_H
+
+#include "detail/config.h"
+
+#include "detail/task.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace async {
+
+/// A pool of worker threads that runs any callable.
+///
+/// post(f, args...) behaves like std::async(std::launch::async, f, args...) without a thread per
+/// call: the arguments are decay-copied (or moved) into the task, the call is INVOKE(f, args...)
+/// on those copies, and the returned std::future<R> (R as std::async would give) delivers the
+/// result or the exception. execute(f) is the cheap fire-and-forget path without a future.
+///
+/// Scheduling: posts from outside the pool go to a shared injection queue; posts from inside a
+/// task go to the running worker's local queue (a chain of tasks stays on its core, LIFO), and
+/// idle workers steal from other workers' local queues (FIFO). Idle workers park on a condition
+/// variable: an idle pool uses no CPU. A post wakes one parked worker, and only if one is parked.
+///
+/// Resizing: configurepool(n) at any time, from any thread (a task included). Growing starts
+/// threads at once; shrinking retires workers after their current task; running tasks are never
+/// interrupted; every thread is joined, never detached. Size 0 pauses the pool: posts queue up
+/// and run once it grows.
+///
+/// Destruction runs every task already posted (including tasks those tasks post), then joins all
+/// threads: no future ever sees broken_promise. With size 0 the destructor runs the queued tasks
+/// itself. Destroying the pool from one of its own tasks is not allowed.
+///
+/// Memory: one heap block per post for the future's shared state; the task itself lives in an
+/// inline buffer of detail::task::inline_size bytes unless the callable and its arguments are
+/// larger (one more allocation). Per worker: a thread, a deque and a mutex.
+///
+/// When not to use: for tasks that block for long periods (I/O), size the pool for the blocking,
+/// or use threads of their own; the pool does not grow by itself.
+///
+/// Example:
+///   async::threadpool pool(4);
+///   auto f = pool.post([](int a, int b) { return a + b; }, 2, 3);
+///   int five = f.get();
+///   pool.configurepool(8);
+class threadpool {
+public:
+  using exception_handler = std::function<void(std::exception_ptr)>;
+
+  /// Starts `n` workers (default: the hardware thread count, at least 1). 0 makes a paused
+  /// pool. Throws std::invalid_argument when n < 0. Not thread-safe (construction).
+  explicit threadpool(int n = default_size()) {
+    if (n < 0) {
+      throw std::invalid_argument("async::threadpool: the number of threads must be >= 0");
+    }
+    configurepool(static_cast<std::size_t>(n));
+  }
+
+  threadpool(const threadpool&) = delete;
+  threadpool& operator=(const threadpool&) = delete;
+  threadpool(threadpool&&) = delete;
+  threadpool& operator=(threadpool&&) = delete;
+
+  /// Runs every task already posted, then joins every thread. Must not be called from a task of
+  /// this pool. Not thread-safe (destruction).
+  ~threadpool() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      idle_cv_.wait(lock, [this] {
+        return pending_.load(std::memory_order_acquire) == 0 ||
+               (active_.empty() && !injection_.empty());
+      });
+      if (pending_.load(std::memory_order_acquire) == 0) {
+        break;
+      }
+      // A paused pool: run what is queued on this thread (tasks may post more; keep going).
+      detail::task t = std::move(injection_.front());
+      injection_.pop_front();
+      lock.unlock();
+      run(t);
+      lock.lock();
+    }
+    for (auto& w : active_) {
+      w->retire.store(true, std::memory_order_relaxed);
+    }
+    work_cv_.notify_all();
+    lock.unlock();
+    for (auto& w : active_) {
+      w->thread.join();
+    }
+    join_retired();
+  }
+
+  // ---- submitting ---------------------------------------------------------------------------
+
+  /// Runs f(args...) on a worker and returns a future for its result, exactly like
+  /// std::async(std::launch::async, f, args...): f and args are decay-copied or moved into the
+  /// task (std::ref passes a reference), member pointers take the object as first argument
+  /// (object, pointer, reference_wrapper or smart pointer), an exception reaches future::get().
+  /// Thread-safe.
+  template <typename F, typename... Args,
+            typename R = detail::invoke_result_t<typename std::decay<F>::type,
+                                                 typename std::decay<Args>::type...>>
+  std::future<R> post(F&& f, Args&&... args) {
+    using call = bound_call<R, typename std::decay<F>::type, typename std::decay<Args>::type...>;
+    std::promise<R> promise;
+    std::future<R> future = promise.get_future();
+    submit(detail::task(call(std::move(promise), std::forward<F>(f), std::forward<Args>(args)...)));
+    return future;
+  }
+
+  /// Runs f() on a worker, without a future. An exception escaping f goes to the handler set
+  /// with set_exception_handler (default: std::terminate). Thread-safe.
+  template <typename F>
+  void execute(F&& f) {
+    submit(detail::task(guarded_call<typename std::decay<F>::type>{std::forward<F>(f), this}));
+  }
+
+  /// Sets what receives an exception escaping a task given to execute(). The handler runs on the
+  /// worker thread. An empty handler restores the default, std::terminate. Thread-safe.
+  void set_exception_handler(exception_handler handler) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handler_ = std::make_shared<exception_handler>(std::move(handler));
+  }
+
+  // ---- resizing -----------------------------------------------------------------------------
+
+  /// Sets the number of workers to n. Growing starts threads before returning; shrinking marks
+  /// workers to retire after their current task and joins those that have stopped (a worker
+  /// that calls this to retire itself is joined later). Thread-safe (may block briefly).
+  void configurepool(std::size_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (active_.size() < n) {
+        std::unique_ptr<worker> w(new worker);
+        worker* raw = w.get();
+        active_.push_back(std::move(w));
+        raw->thread = std::thread([this, raw] { work(*raw); });
+      }
+      while (active_.size() > n) {
+        active_.back()->retire.store(true, std::memory_order_relaxed);
+        retiring_.push_back(std::move(active_.back()));
+        active_.pop_back();
+      }
+      size_.store(active_.size(), std::memory_order_relaxed);
+      work_cv_.notify_all(); // parked retirees wake up and leave
+    }
+    join_retired();
+  }
+
+  /// The number of workers (after the last configurepool). Thread-safe.
+  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+
+  /// The number of workers parked for lack of work right now. Thread-safe.
+  std::size_t idlesize() const noexcept { return idle_.load(std::memory_order_relaxed); }
+
+  /// Blocks until every task posted so far (and every task they post) has finished. Calling it
+  /// from a task of this pool would wait for itself: it throws std::logic_error instead.
+  /// Thread-safe (blocks).
+  void wait_idle() {
+    if (current_pool() == this) {
+      throw std::logic_error("async::threadpool::wait_idle called from one of its own tasks");
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
+
+  /// The default size: the hardware thread count, at least 1.
+  static int default_size() noexcept {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }
+
+private:
+  // The stored form of post(f, args...): the promise, f and the decayed arguments.
+  template <typename R, typename F, typename... Args>
+  struct bound_call {
+    std::promise<R> promise;
+    F f;
+    std::tuple<Args...> args;
+
+    template <typename G, typename... A>
+    bound_call(std::promise<R>&& p, G&& g, A&&... a)
+        : promise(std::move(p)), f(std::forward<G>(g)), args(std::forward<A>(a)...) {}
+
+    void operator()() {
+      try {
+        deliver(std::integral_constant<bool, std::is_void<R>::value>(),
+                make_index_sequence<sizeof...(Args)>());
+      } catch (...) {
+        promise.set_exception(std::current_exception());
+      }
+    }
+
+    template <std::size_t... I>
+    struct index_sequence {};
+    template <std::size_t N, std::size_t... I>
+    struct make_index_sequence_impl : make_index_sequence_impl<N - 1, N - 1, I...> {};
+    template <std::size_t... I>
+    struct make_index_sequence_impl<0, I...> {
+      using type = index_sequence<I...>;
+    };
+    template <std::size_t N>
+    using make_index_sequence = typename make_index_sequence_impl<N>::type;
+
+    // Called with rvalues of the decayed copies, as std::async does.
+    template <std::size_t... I>
+    void deliver(std::false_type /*value*/, index_sequence<I...>) {
+      promise.set_value(detail::invoke(std::move(f), std::get<I>(std::move(args))...));
+    }
+    template <std::size_t... I>
+    void deliver(std::true_type /*void*/, index_sequence<I...>) {
+      detail::invoke(std::move(f), std::get<I>(std::move(args))...);
+      promise.set_value();
+    }
+  };
+
+  template <typename F>
+  struct guarded_call {
+    F f;
+    threadpool* pool;
+    void operator()() {
+      try {
+        f();
+      } catch (...) {
+        pool->handle(std::current_exception());
+      }
+    }
+  };
+
+  struct worker {
+    std::thread thread;
+    std::mutex mutex;                // guards local
+    std::deque<detail::task> local;  // tasks posted by this worker's tasks
+    std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
+  };
+
+  static threadpool*& current_pool() noexcept {
+    static thread_local threadpool* pool = nullptr;
+    return pool;
+  }
+  static worker*& current_worker() noexcept {
+    static thread_local worker* w = nullptr;
+    return w;
+  }
+
+  void handle(std::exception_ptr e) {
+    std::shared_ptr<exception_handler> h;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      h = handler_;
+    }
+    if (h && *h) {
+      (*h)(e);
+    } else {
+      std::terminate();
+    }
+  }
+
+  void submit(detail::task&& t) {
+    pending_.fetch_add(1, std::memory_order_relaxed);
+    worker* self = current_pool() == this ? current_worker() : nullptr;
+    if (self != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(self->mutex);
+        self->local.push_back(std::move(t));
+      }
+      // (S1) seq_cst: pairs with (S2). Either a worker about to park sees this task in its
+      // scan, or we see it counted as a sleeper and wake it.
+      if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        work_cv_.notify_one();
+      }
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    injection_.push_back(std::move(t));
+    if (idle_.load(std::memory_order_relaxed) > 0) {
+      work_cv_.notify_one(); // under the lock: the parked worker cannot miss it
+    }
+  }
+
+  void run(detail::task& t) {
+    t();
+    t.reset(); // destroy captures before the task counts as finished
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_cv_.notify_all();
+    }
+  }
+
+  bool pop_local(worker& self, detail::task& out) {
+    std::lock_guard<std::mutex> lock(self.mutex);
+    if (self.local.empty()) {
+      return false;
+    }
+    out = std::move(self.local.back()); // LIFO: the newest task is the hottest in cache
+    self.local.pop_back();
+    return true;
+  }
+
+  // Called with mutex_ held.
+  bool steal(worker& self, detail::task& out) {
+    for (auto& w : active_) {
+      if (w.get() == &self) {
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(w->mutex);
+      if (!w->local.empty()) {
+        out = std::move(w->local.front()); // FIFO: the oldest, least likely to be hot
+        w->local.pop_front();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void work(worker& self) {
+    current_pool() = this;
+    current_worker() = &self;
+    detail::task t;
+    for (;;) {
+      // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
+      // under mutex_, before parking.
+      if (!self.retire.load(std::memory_order_relaxed) && pop_local(self, t)) {
+        run(t);
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (self.retire.load(std::memory_order_relaxed)) {
+        break;
+      }
+      if (!injection_.empty()) {
+        t = std::move(injection_.front());
+        injection_.pop_front();
+        lock.unlock();
+        run(t);
+        continue;
+      }
+      if (steal(self, t)) {
+        lock.unlock();
+        run(t);
+        continue;
+      }
+      // Park. (S2) seq_cst: count ourselves as a sleeper, then look at the local queues once
+      // more (pairs with (S1)).
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if (steal(self, t)) {
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        lock.unlock();
+        run(t);
+        continue;
+      }
+      idle_.fetch_add(1, std::memory_order_relaxed);
+      work_cv_.wait(lock);
+      idle_.fetch_sub(1, std::memory_order_relaxed);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    // Retiring (mutex_ still held): hand our local tasks to the others, or to the destructor
+    // of a pool shrunk to 0.
+    std::lock_guard<std::mutex> local_lock(self.mutex);
+    if (!self.local.empty()) {
+      for (auto& task : self.local) {
+        injection_.push_back(std::move(task));
+      }
+      self.local.clear();
+      work_cv_.notify_all();
+      idle_cv_.notify_all();
+    }
+  }
+
+  // Joins the retired workers whose threads are not the calling thread.
+  void join_retired() {
+    std::vector<std::unique_ptr<worker>> to_join;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = retiring_.begin(); it != retiring_.end();) {
+        if ((*it)->thread.get_id() != std::this_thread::get_id()) {
+          to_join.push_back(std::move(*it));
+          it = retiring_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& w : to_join) {
+      w->thread.join();
+    }
+  }
+
+  // ---- data -----------------------------------------------------------------------------------
+  mutable std::mutex mutex_;                      // guards everything below that is not atomic
+  std::condition_variable work_cv_;               // parked workers wait here for tasks
+  std::condition_variable idle_cv_;               // wait_idle and the destructor wait here
+  std::deque<detail::task> injection_;            // tasks posted from outside the pool
+  std::vector<std::unique_ptr<worker>> active_;   // the current workers
+  std::vector<std::unique_ptr<worker>> retiring_; // retired, not yet joined
+  std::shared_ptr<exception_handler> handler_;    // for execute(); null: std::terminate
+  // Written under mutex_ or by workers; read without it by observers and submit().
+  std::atomic<std::size_t> size_{0};
+  std::atomic<std::size_t> idle_{0};     // workers waiting on work_cv_
+  std::atomic<std::size_t> sleepers_{0}; // workers parked or about to park
+  std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
+};
+
+} // namespace async
+
+#endif // ASYNC_THREADPOOL_H
