@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSL-1.0
+// TBB's task_group inside a task_arena of the given size (no futures: chains only).
+#ifndef ASYNC_BENCH_ADAPTERS_TBB_TASK_GROUP_H
+#define ASYNC_BENCH_ADAPTERS_TBB_TASK_GROUP_H
+
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <utility>
+
+namespace async_bench {
+
+class tbb_group {
+public:
+  static const char* name() { return "tbb::task_group"; }
+  // One slot is reserved for the thread that creates the arena (it only submits and waits),
+  // so `workers` TBB worker threads run the tasks, like the other pools.
+  explicit tbb_group(int workers) : arena_(workers + 1, 1) {}
+  ~tbb_group() {
+    arena_.execute([this] { group_.wait(); });
+  }
+  template <typename F>
+  void spawn(F&& f) {
+    arena_.execute([this, &f] { group_.run(std::forward<F>(f)); });
+  }
+
+private:
+  tbb::task_arena arena_;
+  tbb::task_group group_;
+};
+
+} // namespace async_bench
+
+#endif

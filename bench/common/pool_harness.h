@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: BSL-1.0
+// The pool scenarios, one loop each for every competitor:
+//   pool_post:  S submitters post tiny tasks (batches of 16) and get every future; W workers.
+//   pool_chain: I roots, each task re-posting the next of its chain D times (asiotest style).
+// Both verify what ran (sum of results, count of links).
+#ifndef ASYNC_BENCH_COMMON_POOL_HARNESS_H
+#define ASYNC_BENCH_COMMON_POOL_HARNESS_H
+
+#include "harness.h"
+
+#include <future>
+
+namespace async_bench {
+
+/// 1, 2, 4, ... up to N, and N itself.
+inline std::vector<int> worker_counts() {
+  std::vector<int> out;
+  for (int w = 1; w < opts().threads; w *= 2) {
+    out.push_back(w);
+  }
+  out.push_back(opts().threads);
+  return out;
+}
+
+template <typename Pool>
+void pool_post(benchmark::State& state, int workers, int submitters) {
+  constexpr std::uint64_t batch = 16;
+  const std::uint64_t per_submitter =
+      std::max<std::uint64_t>(batch, opts().items / 16 / static_cast<std::uint64_t>(submitters)) /
+      batch * batch;
+  const std::uint64_t total = per_submitter * static_cast<std::uint64_t>(submitters);
+  for (auto _ : state) {
+    Pool pool(workers);
+    start_line start;
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(submitters), 0);
+    std::vector<std::thread> threads;
+    for (int s = 0; s < submitters; ++s) {
+      threads.emplace_back([&, s] {
+        start.wait();
+        auto make_task = [](std::uint64_t v) { return [v] { return v; }; };
+        using future_t = decltype(pool.post(make_task(0)));
+        std::vector<future_t> futures;
+        futures.reserve(batch);
+        std::uint64_t sum = 0;
+        for (std::uint64_t i = 0; i < per_submitter; i += batch) {
+          for (std::uint64_t k = 0; k < batch; ++k) {
+            const std::uint64_t v = i + k + 1;
+            futures.push_back(pool.post(make_task(v)));
+          }
+          for (auto& f : futures) {
+            sum += f.get();
+          }
+          futures.clear();
+        }
+        sums[static_cast<std::size_t>(s)] = sum;
+      });
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    start.open();
+    for (auto& t : threads) {
+      t.join();
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    std::uint64_t sum = 0;
+    for (std::uint64_t s : sums) {
+      sum += s;
+    }
+    const std::uint64_t expected =
+        static_cast<std::uint64_t>(submitters) * per_submitter * (per_submitter + 1) / 2;
+    if (sum != expected) {
+      fail(state, std::string(Pool::name()) + " pool_post: wrong sum");
+      return;
+    }
+    state.counters["ns_per_task"] =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(total);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
+}
+
+template <typename Pool>
+struct chain_link {
+  Pool* pool;
+  std::atomic<std::uint64_t>* links;
+  std::atomic<int>* chains_left;
+  std::promise<void>* all_done;
+  int left;
+  void operator()() const {
+    links->fetch_add(1, std::memory_order_relaxed);
+    if (left > 0) {
+      pool->spawn(chain_link{pool, links, chains_left, all_done, left - 1});
+    } else if (chains_left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      all_done->set_value();
+    }
+  }
+};
+
+template <typename Pool>
+void pool_chain(benchmark::State& state, int workers, int roots) {
+  const int depth = static_cast<int>(
+      std::max<std::uint64_t>(1, opts().items / 16 / static_cast<std::uint64_t>(roots)));
+  const std::uint64_t total = static_cast<std::uint64_t>(roots) * (depth + 1);
+  for (auto _ : state) {
+    Pool pool(workers);
+    std::atomic<std::uint64_t> links{0};
+    std::atomic<int> chains_left{roots};
+    std::promise<void> all_done;
+    auto done = all_done.get_future();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < roots; ++r) {
+      pool.spawn(chain_link<Pool>{&pool, &links, &chains_left, &all_done, depth});
+    }
+    done.wait();
+    const auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (links.load() != total) {
+      fail(state, std::string(Pool::name()) + " pool_chain: wrong count");
+      return;
+    }
+    state.counters["ns_per_task"] =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(total);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
+}
+
+template <typename Pool>
+void register_pool_post(bool vary_workers = true) {
+  for (int submitters : {1, 4}) {
+    for (int w : vary_workers ? worker_counts() : std::vector<int>{opts().threads}) {
+      const std::string params = "w:" + std::to_string(w) + "/s:" + std::to_string(submitters);
+      configure(benchmark::RegisterBenchmark(
+          bench_name("pool_post", params, Pool::name()).c_str(),
+          [w, submitters](benchmark::State& st) { pool_post<Pool>(st, w, submitters); }));
+    }
+  }
+}
+
+template <typename Pool>
+void register_pool_chain(int roots) {
+  for (int w : worker_counts()) {
+    const std::string params = "w:" + std::to_string(w) + "/roots:" + std::to_string(roots);
+    configure(benchmark::RegisterBenchmark(
+        bench_name("pool_chain", params, Pool::name()).c_str(),
+        [w, roots](benchmark::State& st) { pool_chain<Pool>(st, w, roots); }));
+  }
+}
+
+} // namespace async_bench
+
+#endif // ASYNC_BENCH_COMMON_POOL_HARNESS_H
