@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +110,16 @@ public:
   }
   void open() { open_.store(true, std::memory_order_release); }
 
+  /// Opens the line, joins `threads`, and returns the seconds in between: the measured time.
+  double open_and_join(std::vector<std::thread>& threads) {
+    const auto t0 = std::chrono::steady_clock::now();
+    open();
+    for (auto& t : threads) {
+      t.join();
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
 private:
   std::atomic<bool> open_{false};
 };
@@ -183,17 +194,8 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
         sums[static_cast<std::size_t>(c)] = sum;
       });
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    start.open();
-    for (auto& t : threads) {
-      t.join();
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    std::uint64_t sum = 0;
-    for (std::uint64_t s : sums) {
-      sum += s;
-    }
+    state.SetIterationTime(start.open_and_join(threads));
+    const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
     if (sum != expected_sum) {
       fail(state, std::string(Adapter::name()) + " " + sh.name() + ": sum " + std::to_string(sum) +
                       " != " + std::to_string(expected_sum));

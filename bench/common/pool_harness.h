@@ -55,25 +55,16 @@ void pool_post(benchmark::State& state, int workers, int submitters) {
         sums[static_cast<std::size_t>(s)] = sum;
       });
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    start.open();
-    for (auto& t : threads) {
-      t.join();
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    std::uint64_t sum = 0;
-    for (std::uint64_t s : sums) {
-      sum += s;
-    }
+    const double seconds = start.open_and_join(threads);
+    state.SetIterationTime(seconds);
+    const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
     const std::uint64_t expected =
         static_cast<std::uint64_t>(submitters) * per_submitter * (per_submitter + 1) / 2;
     if (sum != expected) {
       fail(state, std::string(Pool::name()) + " pool_post: wrong sum");
       return;
     }
-    state.counters["ns_per_task"] =
-        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(total);
+    state.counters["ns_per_task"] = seconds * 1e9 / static_cast<double>(total);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
 }

@@ -229,8 +229,7 @@ public:
   /// on timeout or when the queue is closed; `value` is then untouched. Thread-safe (may block).
   template <typename U, typename Rep, typename Period>
   bool enqueue_for(U&& value, const std::chrono::duration<Rep, Period>& timeout) {
-    const auto deadline = detail::wait_clock::now() +
-                          std::chrono::duration_cast<detail::wait_clock::duration>(timeout);
+    const auto deadline = detail::deadline_after(timeout);
     for (;;) {
       std::uint64_t t = 0;
       slot* s = nullptr;
@@ -310,8 +309,7 @@ public:
   /// timeout, or when the queue is closed and drained. Thread-safe (may block).
   template <typename U, typename Rep, typename Period>
   bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
-    const auto deadline = detail::wait_clock::now() +
-                          std::chrono::duration_cast<detail::wait_clock::duration>(timeout);
+    const auto deadline = detail::deadline_after(timeout);
     for (;;) {
       std::uint64_t h = 0;
       slot* s = nullptr;

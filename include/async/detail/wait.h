@@ -40,6 +40,12 @@ static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
 
 using wait_clock = std::chrono::steady_clock;
 
+/// now + timeout on the waiting clock (timed calls take any std::chrono duration).
+template <typename Rep, typename Period>
+wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& timeout) {
+  return wait_clock::now() + std::chrono::duration_cast<wait_clock::duration>(timeout);
+}
+
 #if ASYNC_HAS_FUTEX
 
 /// The 32-bit half of `word` that holds its least significant bits (the half futex watches).
