@@ -273,6 +273,40 @@ void register_ping_pong(std::size_t capacity) {
       [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); }));
 }
 
+// ---- run context ---------------------------------------------------------------------------
+
+#ifndef ASYNC_BENCH_COMMIT
+#define ASYNC_BENCH_COMMIT "unknown"
+#endif
+#ifndef ASYNC_BENCH_FLAGS
+#define ASYNC_BENCH_FLAGS "unknown"
+#endif
+
+/// What a result depends on: CPU, cores, compiler, flags, commit (one line each, prefixed).
+inline std::string context(const char* prefix) {
+  std::string cpu = "unknown";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.compare(0, 10, "model name") == 0 || line.compare(0, 8, "Hardware") == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  std::string out;
+  out += std::string(prefix) + "cpu: " + cpu + "\n";
+  out += std::string(prefix) +
+         "hardware threads: " + std::to_string(std::thread::hardware_concurrency()) +
+         ", N used: " + std::to_string(opts().threads) + "\n";
+#if defined(__clang__)
+  out += std::string(prefix) + "compiler: clang " __clang_version__ "\n";
+#elif defined(__GNUC__)
+  out += std::string(prefix) + "compiler: g++ " __VERSION__ "\n";
+#endif
+  out += std::string(prefix) + "flags: " ASYNC_BENCH_FLAGS "\n";
+  out += std::string(prefix) + "commit: " ASYNC_BENCH_COMMIT "\n";
+  return out;
+}
+
 // ---- the comparison table ---------------------------------------------------------------------
 
 /// Console output as usual, then one table per scenario: items/s of every implementation and the
@@ -291,7 +325,13 @@ public:
         continue;
       }
       const std::string name = r.run_name.function_name;
-      const auto it = r.counters.find("items_per_second");
+      // A scenario reports either a rate (items_per_second) or a cost (cpu_per_wall).
+      auto it = r.counters.find("cpu_per_wall");
+      if (it != r.counters.end()) {
+        metric_ = "cpu_per_wall";
+      } else {
+        it = r.counters.find("items_per_second");
+      }
       if (it == r.counters.end()) {
         continue;
       }
@@ -329,7 +369,10 @@ private:
         break;
       }
     }
-    std::printf("\nMillion items per second (median), and ours / peer:\n\n| case |");
+    const bool rate = metric_ == "items/s";
+    std::printf("\n%s (median), and ours / peer:\n\n| case |",
+                rate ? "Million items per second"
+                     : "CPU seconds per wall second (lower is better; ratio = peer / ours)");
     for (const auto& i : impls_) {
       std::printf(" %s |", i.c_str());
     }
@@ -351,19 +394,28 @@ private:
         if (it == row.end()) {
           std::printf(" - |");
         } else {
-          std::printf(" %.2f |", it->second / 1e6);
+          std::printf(rate ? " %.2f |" : " %.4f |", rate ? it->second / 1e6 : it->second);
         }
       }
-      const auto our = row.find(ours);
+      // A row without the first of ours (another scenario's class) uses its own async:: entry.
+      auto our = row.find(ours);
+      if (our == row.end()) {
+        our =
+            std::find_if(row.begin(), row.end(), [](const std::pair<const std::string, double>& e) {
+              return e.first.compare(0, 7, "async::") == 0;
+            });
+      }
       for (const auto& i : impls_) {
         if (i == ours || ours.empty()) {
           continue;
         }
         const auto it = row.find(i);
-        if (our == row.end() || it == row.end() || it->second <= 0) {
+        if (our == row.end() || it == row.end() || it == our || it->second <= 0 ||
+            our->second <= 0) {
           std::printf(" - |");
         } else {
-          std::printf(" %.2fx |", our->second / it->second);
+          // Always "how many times better ours is": a higher rate, or a lower cost.
+          std::printf(" %.2fx |", rate ? our->second / it->second : it->second / our->second);
         }
       }
       std::printf("\n");
@@ -376,14 +428,16 @@ private:
       return;
     }
     std::ofstream out(opts().csv);
-    out << "case,implementation,items_per_second\n";
+    out << context("# ");
+    out << "case,implementation,value,metric\n";
     for (const auto& g : order_) {
       for (const auto& kv : rows_.at(g)) {
-        out << g << ',' << kv.first << ',' << kv.second << '\n';
+        out << g << ',' << kv.first << ',' << kv.second << ',' << metric_ << '\n';
       }
     }
   }
 
+  std::string metric_ = "items/s";
   std::vector<std::string> order_;
   std::vector<std::string> impls_;
   std::map<std::string, std::map<std::string, double>> rows_;
@@ -398,7 +452,7 @@ int run_main(int argc, char** argv, Register register_all) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 2;
   }
-  std::printf("async bench: N = %d threads, %llu items per iteration\n", opts().threads,
+  std::printf("%sasync bench: %llu items per iteration\n", context("").c_str(),
               static_cast<unsigned long long>(opts().items));
   register_all();
   table_reporter reporter;

@@ -1,8 +1,18 @@
 // SPDX-License-Identifier: BSL-1.0
-// Queue throughput: P producers x C consumers, bounded queues at capacities 1024 and 65536.
+// Queue throughput: P producers x C consumers, capacities 1024 and 65536. Unbounded peers
+// pre-allocate the capacity and otherwise ignore it.
 #include "adapters/async_bounded_queue.h"
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
 #include "adapters/atomic_queue.h"
+#endif
+#if ASYNC_BENCH_HAVE_ASIO
+#include "adapters/boost_lockfree.h"
+#endif
+#if ASYNC_BENCH_HAVE_MOODYCAMEL
+#include "adapters/moodycamel.h"
+#endif
+#if ASYNC_BENCH_HAVE_TBB
+#include "adapters/tbb_queues.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -14,6 +24,16 @@ int main(int argc, char** argv) {
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
     register_throughput<atomic_queue_blocking>(caps);
     register_throughput<atomic_queue_try>(caps);
+#endif
+#if ASYNC_BENCH_HAVE_TBB
+    register_throughput<tbb_bounded_queue>(caps);
+    register_throughput<tbb_queue>(caps);
+#endif
+#if ASYNC_BENCH_HAVE_MOODYCAMEL
+    register_throughput<moodycamel_queue>(caps);
+#endif
+#if ASYNC_BENCH_HAVE_ASIO
+    register_throughput<boost_lockfree_queue>(caps);
 #endif
   });
 }

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSL-1.0
+// boost::lockfree::queue (Michael-Scott with a node free list; may allocate when it grows),
+// through its try calls with the harness's spin_wait. The capacity argument pre-allocates.
+#ifndef ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
+#define ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
+
+#include "../harness.h"
+
+#include <boost/lockfree/queue.hpp>
+
+namespace async_bench {
+
+struct boost_lockfree_queue {
+  using queue = boost::lockfree::queue<std::uint64_t>;
+  static const char* name() { return "boost::lockfree::queue"; }
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    return std::unique_ptr<queue>(new queue(capacity));
+  }
+  static void push(queue& q, std::uint64_t v) {
+    spin_wait wait;
+    while (!q.push(v)) {
+      wait();
+    }
+  }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    spin_wait wait;
+    while (!q.pop(v)) {
+      wait();
+    }
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSL-1.0
+// moodycamel::ConcurrentQueue (Debian: libconcurrentqueue-dev) without tokens: an unbounded
+// queue of per-producer sub-queues, FIFO per producer only. The capacity argument pre-allocates.
+#ifndef ASYNC_BENCH_ADAPTERS_MOODYCAMEL_H
+#define ASYNC_BENCH_ADAPTERS_MOODYCAMEL_H
+
+#include "../harness.h"
+
+#include ASYNC_BENCH_MOODYCAMEL_HEADER
+
+namespace async_bench {
+
+struct moodycamel_queue {
+  using queue = moodycamel::ConcurrentQueue<std::uint64_t>;
+  static const char* name() { return "moodycamel::ConcurrentQueue"; }
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    return std::unique_ptr<queue>(new queue(capacity));
+  }
+  static void push(queue& q, std::uint64_t v) {
+    spin_wait wait;
+    while (!q.enqueue(v)) {
+      wait();
+    }
+  }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    spin_wait wait;
+    while (!q.try_dequeue(v)) {
+      wait();
+    }
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif

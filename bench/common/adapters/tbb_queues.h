@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: BSL-1.0
+// oneTBB's queues: concurrent_bounded_queue (blocking push/pop at a set capacity) and
+// concurrent_queue (unbounded; try_pop with the harness's spin_wait).
+#ifndef ASYNC_BENCH_ADAPTERS_TBB_QUEUES_H
+#define ASYNC_BENCH_ADAPTERS_TBB_QUEUES_H
+
+#include "../harness.h"
+
+#include <tbb/concurrent_queue.h>
+
+namespace async_bench {
+
+struct tbb_bounded_queue {
+  using queue = tbb::concurrent_bounded_queue<std::uint64_t>;
+  static const char* name() { return "tbb::concurrent_bounded_queue"; }
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    std::unique_ptr<queue> q(new queue);
+    q->set_capacity(static_cast<std::ptrdiff_t>(capacity));
+    return q;
+  }
+  static void push(queue& q, std::uint64_t v) { q.push(v); }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    q.pop(v);
+    return v;
+  }
+};
+
+struct tbb_queue {
+  using queue = tbb::concurrent_queue<std::uint64_t>;
+  static const char* name() { return "tbb::concurrent_queue"; }
+  static std::unique_ptr<queue> make(std::size_t) { return std::unique_ptr<queue>(new queue); }
+  static void push(queue& q, std::uint64_t v) { q.push(v); }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    spin_wait wait;
+    while (!q.try_pop(v)) {
+      wait();
+    }
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif
