@@ -6,6 +6,9 @@
 #include "adapters/asio_pool.h"
 #endif
 #include "adapters/std_async.h"
+#if ASYNC_BENCH_HAVE_BOOST_ASYNC
+#include "adapters/boost_async.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace async_bench;
@@ -15,5 +18,8 @@ int main(int argc, char** argv) {
     register_pool_post<asio_pool>();
 #endif
     register_pool_post<std_async>(false); // a thread per call: the worker count does not apply
+#if ASYNC_BENCH_HAVE_BOOST_ASYNC
+    register_pool_post<boost_async>(false);
+#endif
   });
 }

@@ -36,8 +36,8 @@ namespace async {
 /// Scheduling: posts from outside the pool go to a shared injection queue. The first task a task
 /// posts goes to its worker's "next" slot (run right after the current task, no lock, no
 /// wake-up: a chain stays on its core); further ones go to the worker's local queue, which idle
-/// workers steal from (FIFO), and wake a parked worker. A worker with nothing to do spins
-/// briefly (SPIN: ~tens of microseconds), then parks on a condition variable: an idle pool uses
+/// workers steal from (FIFO), and wake a parked worker. A worker with nothing to do spins and
+/// yields briefly (tens of microseconds), then parks on a condition variable: an idle pool uses
 /// no CPU. A post wakes one parked worker, and only if one is parked.
 ///
 /// Resizing: configurepool(n) at any time, from any thread (a task included). Growing starts
@@ -363,9 +363,13 @@ private:
       }
       if (!retiring && spins < spin_budget && queued_.load(std::memory_order_relaxed) == 0) {
         // Nothing visible: wait a little for the next post before paying for parking (and the
-        // poster for a wake-up syscall).
-        ++spins;
-        detail::cpu_pause();
+        // poster for a wake-up syscall). After a short pause spin, yield: on a loaded machine
+        // the thread that will post may need this core.
+        if (++spins < pause_spins) {
+          detail::cpu_pause();
+        } else {
+          std::this_thread::yield();
+        }
         continue;
       }
       std::unique_lock<std::mutex> lock(mutex_);
@@ -456,9 +460,11 @@ private:
   std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
   std::atomic<std::size_t> queued_{0};   // tasks in injection_ (a hint for spinning workers)
 
-  // Pause iterations an idle worker spends watching for new posts before it parks: roughly
-  // 5-50 us depending on the CPU's pause latency.
-  static constexpr unsigned spin_budget = 2000;
+  // An idle worker watches for new posts for spin_budget rounds before it parks: pause_spins
+  // rounds of the pause instruction, then yields (tens of microseconds in all). Yielding beat a
+  // longer pure spin on the 2-core VM both idle and with a core busy (README).
+  static constexpr unsigned spin_budget = 128;
+  static constexpr unsigned pause_spins = 64;
 };
 
 } // namespace async
