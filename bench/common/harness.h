@@ -100,6 +100,16 @@ private:
   unsigned n_ = 0;
 };
 
+/// Repeats a try call until it succeeds, backing off with spin_wait: the waiting loop of every
+/// adapter that has only try calls.
+template <typename Attempt>
+void retry(Attempt attempt) {
+  spin_wait wait;
+  while (!attempt()) {
+    wait();
+  }
+}
+
 /// Start line for the threads of one measurement: the timer starts when it opens.
 class start_line {
 public:

@@ -31,17 +31,11 @@ struct async_bounded_try {
     return std::unique_ptr<queue>(new queue(capacity));
   }
   static void push(queue& q, std::uint64_t v) {
-    spin_wait wait;
-    while (!q.enqueue(v)) {
-      wait();
-    }
+    retry([&] { return q.enqueue(v); });
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    spin_wait wait;
-    while (!q.dequeue(v)) {
-      wait();
-    }
+    retry([&] { return q.dequeue(v); });
     return v;
   }
 };

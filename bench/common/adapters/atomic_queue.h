@@ -27,17 +27,11 @@ struct atomic_queue_try {
     return std::unique_ptr<queue>(new queue(static_cast<unsigned>(capacity)));
   }
   static void push(queue& q, std::uint64_t v) {
-    spin_wait wait;
-    while (!q.try_push(v)) {
-      wait();
-    }
+    retry([&] { return q.try_push(v); });
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    spin_wait wait;
-    while (!q.try_pop(v)) {
-      wait();
-    }
+    retry([&] { return q.try_pop(v); });
     return v;
   }
 };

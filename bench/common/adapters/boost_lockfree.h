@@ -17,17 +17,11 @@ struct boost_lockfree_queue {
     return std::unique_ptr<queue>(new queue(capacity));
   }
   static void push(queue& q, std::uint64_t v) {
-    spin_wait wait;
-    while (!q.push(v)) {
-      wait();
-    }
+    retry([&] { return q.push(v); });
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    spin_wait wait;
-    while (!q.pop(v)) {
-      wait();
-    }
+    retry([&] { return q.pop(v); });
     return v;
   }
 };

@@ -17,17 +17,11 @@ struct moodycamel_queue {
     return std::unique_ptr<queue>(new queue(capacity));
   }
   static void push(queue& q, std::uint64_t v) {
-    spin_wait wait;
-    while (!q.enqueue(v)) {
-      wait();
-    }
+    retry([&] { return q.enqueue(v); });
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    spin_wait wait;
-    while (!q.try_dequeue(v)) {
-      wait();
-    }
+    retry([&] { return q.try_dequeue(v); });
     return v;
   }
 };

@@ -33,10 +33,7 @@ struct tbb_queue {
   static void push(queue& q, std::uint64_t v) { q.push(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    spin_wait wait;
-    while (!q.try_pop(v)) {
-      wait();
-    }
+    retry([&] { return q.try_pop(v); });
     return v;
   }
 };
