@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSL-1.0
+// The building blocks of the unbounded queue: the {index, tag} word and the 3-level, grow-only,
+// type-stable node storage (sequential, exhaustion, lifetimes, concurrent growth).
+#include <async/detail/node_storage.h>
+#include <async/detail/tagged_index.h>
+
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using async::detail::node_storage;
+using async::detail::tagged_index;
+
+namespace {
+
+struct counted_node {
+  static std::atomic<long>& alive() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  counted_node() { alive().fetch_add(1); }
+  ~counted_node() { alive().fetch_sub(1); }
+  std::atomic<std::uint64_t> owner{0};
+  char payload[40] = {};
+};
+
+} // namespace
+
+TEST_CASE("tagged_index packs, unpacks and wraps its tag", "[tagged_index]") {
+  using t32 = tagged_index<>;
+  const auto w = t32::make(123456u, 0xdeadbeefu);
+  CHECK(t32::index(w) == 123456u);
+  CHECK(t32::tag(w) == 0xdeadbeefu);
+  CHECK(t32::index(t32::bump(w)) == 123456u);
+  CHECK(t32::tag(t32::bump(w)) == 0xdeadbef0u);
+  CHECK(t32::next_tag(0xffffffffu) == 0u);
+  CHECK(t32::is_null(t32::make(t32::null_index, 7)));
+  CHECK_FALSE(t32::is_null(t32::make(0, 7)));
+  CHECK(t32::max_nodes == 0xffffffffu);
+
+  // A test-width tag wraps after 2^4 reuses and never spills into the index.
+  using small = tagged_index<20, 4>;
+  auto v = small::make(0xABCDE, 0);
+  for (int i = 1; i <= 40; ++i) {
+    v = small::bump(v);
+    REQUIRE(small::index(v) == 0xABCDEu);
+    REQUIRE(small::tag(v) == static_cast<std::uint32_t>(i % 16));
+  }
+  CHECK(small::null_index == 0xFFFFFu);
+  CHECK(small::make(0x1FFFFF, 0x1F) == small::make(0xFFFFF, 0xF)); // excess bits are masked
+}
+
+TEST_CASE("node_storage hands out indices across block boundaries", "[node_storage]") {
+  counted_node::alive() = 0;
+  {
+    node_storage<counted_node, 4, 2, 3> s; // 24 nodes: 4 middle blocks of 2 leaves of 3
+    CHECK(s.bytes() == 0);
+    CHECK(counted_node::alive() == 0); // nothing is built before it is needed
+    for (std::uint32_t expect = 0; expect < 24; ++expect) {
+      const std::uint32_t i = s.allocate();
+      REQUIRE(i == expect);
+      s[i].owner.store(i + 100);
+    }
+    for (std::uint32_t i = 0; i < 24; ++i) {
+      REQUIRE(s[i].owner.load() == i + 100); // each index names its own node
+    }
+    CHECK(counted_node::alive() == 24);
+    CHECK_THROWS_AS(s.allocate(), std::length_error);
+    CHECK_THROWS_AS(s.allocate(), std::length_error); // and stays exhausted
+    CHECK(s[23].owner.load() == 123);                 // nothing was disturbed
+    CHECK(s.bytes() >= 24 * sizeof(counted_node));
+  }
+  CHECK(counted_node::alive() == 0); // every node destroyed exactly once
+}
+
+TEST_CASE("node_storage grows correctly under concurrent allocation", "[node_storage]") {
+  counted_node::alive() = 0;
+  {
+    constexpr std::size_t L1 = 64, L2 = 4, L3 = 8; // small blocks: many publication races
+    node_storage<counted_node, L1, L2, L3> s;
+    const int threads = 8;
+    const std::uint32_t per_thread =
+        static_cast<std::uint32_t>(std::min<std::size_t>(async_test::scaled(200, 50), 256));
+    std::vector<std::vector<std::uint32_t>> got(threads);
+    async_test::start_barrier barrier(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        barrier.arrive_and_wait();
+        for (std::uint32_t k = 0; k < per_thread; ++k) {
+          const std::uint32_t i = s.allocate();
+          // Claim the node: a second owner of the same index would find it taken.
+          std::uint64_t expected = 0;
+          if (s[i].owner.compare_exchange_strong(expected, static_cast<std::uint64_t>(t) + 1)) {
+            got[static_cast<std::size_t>(t)].push_back(i);
+          }
+        }
+      });
+    }
+    for (auto& th : pool) {
+      th.join();
+    }
+    std::set<std::uint32_t> all;
+    std::size_t total = 0;
+    for (int t = 0; t < threads; ++t) {
+      for (std::uint32_t i : got[static_cast<std::size_t>(t)]) {
+        REQUIRE(s[i].owner.load() == static_cast<std::uint64_t>(t) + 1);
+        all.insert(i);
+        ++total;
+      }
+    }
+    CHECK(total == static_cast<std::size_t>(threads) * per_thread); // no index given twice
+    CHECK(all.size() == total);
+    CHECK(*all.rbegin() == total - 1); // dense: 0 .. total-1
+    const std::size_t leaves = (total + L3 - 1) / L3;
+    CHECK(counted_node::alive() == static_cast<long>(leaves * L3)); // losers freed their blocks
+  }
+  CHECK(counted_node::alive() == 0);
+}
