@@ -621,7 +621,10 @@ private:
   template <typename Ready, typename Interrupted>
   waited await(std::atomic<std::uint64_t>& word, Ready ready, Interrupted interrupted,
                const detail::wait_clock::time_point* deadline) {
-    unsigned spins = 0;
+    // Spin, then yield briefly (the thread we wait for may be runnable but descheduled when
+    // there are more threads than cores), then park.
+    detail::backoff active(spin_budget, yield_budget, std::chrono::microseconds(20));
+    bool spinning = spin_budget > 0;
     for (;;) {
       // acquire: pairs with (E2)/(E3), whichever made the word ready.
       std::uint64_t v = word.load(std::memory_order_acquire);
@@ -631,18 +634,10 @@ private:
       if (interrupted()) {
         return waited::interrupted;
       }
-      if (spins < spin_budget) {
-        ++spins;
-        detail::cpu_pause();
+      if (spinning && active.wait()) {
         continue;
       }
-      if (spins < spin_budget + yield_budget) {
-        // The thread we wait for may be runnable but descheduled (more threads than cores):
-        // offering the core is far cheaper than a park/unpark pair of syscalls.
-        ++spins;
-        std::this_thread::yield();
-        continue;
-      }
+      spinning = false;
       if ((v & sleeper_bit) == 0) {
         // seq_cst: ordered before the interrupted() check below; pairs with (C2) and (A1).
         if (!word.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_seq_cst,

@@ -6,6 +6,7 @@
 
 #include "detail/cache.h"
 #include "detail/task.h"
+#include "detail/wait.h"
 
 #include <algorithm>
 #include <atomic>
@@ -306,6 +307,13 @@ private:
     }
   }
 
+  // Runs a task found after (or instead of) waiting, and re-arms the active wait.
+  void run_after_wait(detail::task& t, detail::backoff& active, bool& spinning) {
+    active.reset();
+    spinning = true;
+    run(t);
+  }
+
   void run(detail::task& t) {
     t();
     t.reset(); // destroy captures before the task counts as finished
@@ -345,32 +353,28 @@ private:
     current_pool() = this;
     current_worker() = &self;
     detail::task t;
-    unsigned spins = 0;
+    detail::backoff active(pause_spins, yield_spins, std::chrono::microseconds(50));
+    bool spinning = true;
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_, before parking.
       const bool retiring = self.retire.load(std::memory_order_relaxed);
       if (!retiring && self.next) {
         t = std::move(self.next);
-        spins = 0;
-        run(t);
+        run_after_wait(t, active, spinning);
         continue;
       }
       if (!retiring && pop_local(self, t)) {
-        spins = 0;
-        run(t);
+        run_after_wait(t, active, spinning);
         continue;
       }
-      if (!retiring && spins < spin_budget && queued_.load(std::memory_order_relaxed) == 0) {
+      if (!retiring && spinning && queued_.load(std::memory_order_relaxed) == 0) {
         // Nothing visible: wait a little for the next post before paying for parking (and the
-        // poster for a wake-up syscall). After a short pause spin, yield: on a loaded machine
-        // the thread that will post may need this core.
-        if (++spins < pause_spins) {
-          detail::cpu_pause();
-        } else {
-          std::this_thread::yield();
+        // poster for a wake-up syscall).
+        spinning = active.wait();
+        if (spinning) {
+          continue;
         }
-        continue;
       }
       std::unique_lock<std::mutex> lock(mutex_);
       if (self.retire.load(std::memory_order_relaxed)) {
@@ -381,17 +385,15 @@ private:
         injection_.pop_front();
         queued_.fetch_sub(1, std::memory_order_relaxed);
         lock.unlock();
-        spins = 0;
-        run(t);
+        run_after_wait(t, active, spinning);
         continue;
       }
       if (steal(self, t)) {
         lock.unlock();
-        spins = 0;
-        run(t);
+        run_after_wait(t, active, spinning);
         continue;
       }
-      if (spins < spin_budget) {
+      if (spinning) {
         continue; // spin on until the budget is spent (queued_ was stale)
       }
       // Park. (S2) seq_cst: count ourselves as a sleeper, then look at the local queues once
@@ -407,7 +409,8 @@ private:
       work_cv_.wait(lock);
       idle_.fetch_sub(1, std::memory_order_relaxed);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      spins = 0;
+      active.reset();
+      spinning = true;
     }
     // Retiring (mutex_ still held): hand our local tasks to the others, or to the destructor
     // of a pool shrunk to 0.
@@ -460,11 +463,11 @@ private:
   std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
   std::atomic<std::size_t> queued_{0};   // tasks in injection_ (a hint for spinning workers)
 
-  // An idle worker watches for new posts for spin_budget rounds before it parks: pause_spins
-  // rounds of the pause instruction, then yields (tens of microseconds in all). Yielding beat a
-  // longer pure spin on the 2-core VM both idle and with a core busy (README).
-  static constexpr unsigned spin_budget = 128;
+  // An idle worker watches for new posts before it parks: pause_spins rounds of the pause
+  // instruction, then at most yield_spins yields within 50 us (detail::backoff). Yielding beat
+  // a longer pure spin on the 2-core VM both idle and with a core busy (README).
   static constexpr unsigned pause_spins = 64;
+  static constexpr unsigned yield_spins = 64;
 };
 
 } // namespace async

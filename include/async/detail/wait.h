@@ -18,11 +18,14 @@
 
 #include "config.h"
 
+#include "cache.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 
 #if ASYNC_HAS_FUTEX
 #include <climits>
@@ -45,6 +48,46 @@ template <typename Rep, typename Period>
 wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& timeout) {
   return wait_clock::now() + std::chrono::duration_cast<wait_clock::duration>(timeout);
 }
+
+/// Active waiting before a thread parks: `pauses` rounds of the pause instruction, then
+/// std::this_thread::yield() until `yields` yields or `window` of wall time have gone by,
+/// whichever comes first. Bounding the yield phase by time matters when there are more runnable
+/// threads than cores: each yield can then take tens of microseconds, and a waiter that keeps
+/// yielding stays runnable and delays the very thread it waits for, where a parked one would
+/// get out of its way. Not thread-safe (one per waiting call).
+class backoff {
+public:
+  backoff(unsigned pauses, unsigned yields, std::chrono::nanoseconds window) noexcept
+      : pauses_(pauses), yields_(yields), window_(window) {}
+
+  /// Waits a little and returns true, or returns false at once: time to park.
+  bool wait() {
+    if (rounds_ < pauses_) {
+      ++rounds_;
+      cpu_pause();
+      return true;
+    }
+    const auto now = wait_clock::now();
+    if (rounds_ == pauses_) {
+      yield_start_ = now;
+    } else if (rounds_ - pauses_ >= yields_ || now - yield_start_ >= window_) {
+      return false;
+    }
+    ++rounds_;
+    std::this_thread::yield();
+    return true;
+  }
+
+  /// Starts over (after useful work was found).
+  void reset() noexcept { rounds_ = 0; }
+
+private:
+  unsigned pauses_;
+  unsigned yields_;
+  std::chrono::nanoseconds window_;
+  unsigned rounds_ = 0;
+  wait_clock::time_point yield_start_{};
+};
 
 #if ASYNC_HAS_FUTEX
 
