@@ -110,6 +110,16 @@ void retry(Attempt attempt) {
   }
 }
 
+/// The common part of a queue adapter: its queue type, created for a capacity. Adapters add
+/// name(), push() and pop().
+template <typename Queue>
+struct owning_adapter {
+  using queue = Queue;
+  static std::unique_ptr<queue> make(std::size_t capacity) {
+    return std::unique_ptr<queue>(new queue(capacity));
+  }
+};
+
 /// Start line for the threads of one measurement: the timer starts when it opens.
 class start_line {
 public:

@@ -4,7 +4,6 @@
 
 #include "detail/config.h"
 
-#include "detail/cache.h"
 #include "detail/task.h"
 #include "detail/wait.h"
 

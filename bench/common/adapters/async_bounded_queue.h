@@ -10,12 +10,8 @@
 
 namespace async_bench {
 
-struct async_bounded_blocking {
-  using queue = async::bounded_queue<std::uint64_t>;
+struct async_bounded_blocking : owning_adapter<async::bounded_queue<std::uint64_t>> {
   static const char* name() { return "async::bounded_queue"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(capacity));
-  }
   static void push(queue& q, std::uint64_t v) { q.blocking_enqueue(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
@@ -24,12 +20,8 @@ struct async_bounded_blocking {
   }
 };
 
-struct async_bounded_try {
-  using queue = async::bounded_queue<std::uint64_t>;
+struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
   static const char* name() { return "async::bounded_queue try"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(capacity));
-  }
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.enqueue(v); });
   }

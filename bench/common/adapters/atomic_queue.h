@@ -10,22 +10,15 @@
 
 namespace async_bench {
 
-struct atomic_queue_blocking {
-  using queue = atomic_queue::AtomicQueueB<std::uint64_t>; // 0 is its empty marker
+// 0 is AtomicQueueB's empty marker: the harness pushes values from 1.
+struct atomic_queue_blocking : owning_adapter<atomic_queue::AtomicQueueB<std::uint64_t>> {
   static const char* name() { return "atomic_queue"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(static_cast<unsigned>(capacity)));
-  }
   static void push(queue& q, std::uint64_t v) { q.push(v); }
   static std::uint64_t pop(queue& q) { return q.pop(); }
 };
 
-struct atomic_queue_try {
-  using queue = atomic_queue::AtomicQueueB<std::uint64_t>;
+struct atomic_queue_try : owning_adapter<atomic_queue::AtomicQueueB<std::uint64_t>> {
   static const char* name() { return "atomic_queue try"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(static_cast<unsigned>(capacity)));
-  }
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.try_push(v); });
   }

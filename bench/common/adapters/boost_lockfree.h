@@ -10,12 +10,8 @@
 
 namespace async_bench {
 
-struct boost_lockfree_queue {
-  using queue = boost::lockfree::queue<std::uint64_t>;
+struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<std::uint64_t>> {
   static const char* name() { return "boost::lockfree::queue"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(capacity));
-  }
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.push(v); });
   }

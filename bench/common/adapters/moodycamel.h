@@ -10,12 +10,8 @@
 
 namespace async_bench {
 
-struct moodycamel_queue {
-  using queue = moodycamel::ConcurrentQueue<std::uint64_t>;
+struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64_t>> {
   static const char* name() { return "moodycamel::ConcurrentQueue"; }
-  static std::unique_ptr<queue> make(std::size_t capacity) {
-    return std::unique_ptr<queue>(new queue(capacity));
-  }
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.enqueue(v); });
   }
