@@ -5,6 +5,7 @@
 #include "detail/config.h"
 
 #include "detail/cache.h"
+#include "detail/traits.h"
 #include "detail/wait.h"
 
 #include <atomic>
@@ -40,38 +41,6 @@ struct bounded_traits {
   /// idle queue costs almost no CPU. 0 parks at once.
   static constexpr unsigned SPIN_BUDGET = 256;
 };
-
-namespace detail {
-
-template <typename...>
-using void_t = void;
-
-// Each knob is read with a fallback so that the original library's traits structs (which
-// have NOEXCEPT_CHECK, CachelineSize, CachelineAlignment and sequence_type) keep compiling.
-template <typename Traits, typename = void>
-struct traits_noexcept_check : std::false_type {};
-template <typename Traits>
-struct traits_noexcept_check<Traits, void_t<decltype(Traits::NOEXCEPT_CHECK)>>
-    : std::integral_constant<bool, Traits::NOEXCEPT_CHECK> {};
-
-template <typename Traits, typename = void>
-struct traits_cacheline : std::integral_constant<std::size_t, cache_line_size> {};
-template <typename Traits>
-struct traits_cacheline<Traits, void_t<decltype(Traits::CachelineSize)>>
-    : std::integral_constant<std::size_t, Traits::CachelineSize> {};
-
-template <typename Traits, typename = void>
-struct traits_spin_budget : std::integral_constant<unsigned, 256> {};
-template <typename Traits>
-struct traits_spin_budget<Traits, void_t<decltype(Traits::SPIN_BUDGET)>>
-    : std::integral_constant<unsigned, Traits::SPIN_BUDGET> {};
-
-/// Test seam: the ticket both counters start from (tests start near 2^64 to cross the wrap).
-struct first_ticket {
-  std::uint64_t value;
-};
-
-} // namespace detail
 
 /// A bounded multi-producer multi-consumer FIFO queue: a ring of slots, each with a turn word,
 /// in the style of Dave Dice's PTLQueue (ticket locks, one per slot).

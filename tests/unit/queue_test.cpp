@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: BSL-1.0
+// Single- and few-thread behaviour of async::queue: order, emplacement, element lifetimes,
+// move-only and throwing types, bulk calls, reserve, node reuse, tag wrap, close(), blocking and
+// timed calls, a stalled producer, idle cost.
+#include <async/queue.h>
+
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+using async::queue;
+using async_test::throws_on;
+using async_test::tracked;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct checked_traits : async::traits {
+  static constexpr bool NOEXCEPT_CHECK = true;
+};
+
+// Tiny segments and a 16-bit tag: segment changes and node reuse on almost every call.
+struct tiny_traits : async::traits {
+  static constexpr std::size_t SEGMENT_SIZE = 4;
+  static constexpr std::size_t NODE_LEVEL1 = 64;
+  static constexpr std::size_t NODE_LEVEL2 = 16;
+  static constexpr std::size_t NODE_LEVEL3 = 2;
+  static constexpr unsigned INDEX_BITS = 16;
+  static constexpr unsigned TAG_BITS = 16;
+};
+
+struct tiny_checked_traits : tiny_traits {
+  static constexpr bool NOEXCEPT_CHECK = true;
+};
+
+// The traits struct of the original library, as its users wrote it: must still compile.
+struct original_traits {
+  static constexpr bool NOEXCEPT_CHECK = false;
+  static constexpr std::size_t CachelineSize = 64;
+  static constexpr std::size_t CachelineAlignment = 16;
+  using sequence_type = std::uint64_t;
+};
+
+// Counts copies and moves, to see which one enqueue used.
+struct counting {
+  static int& copies() {
+    static int n = 0;
+    return n;
+  }
+  static int& moves() {
+    static int n = 0;
+    return n;
+  }
+  counting() = default;
+  explicit counting(int a, std::string b) : value(a), text(std::move(b)) {}
+  counting(const counting& o) : value(o.value), text(o.text) { ++copies(); }
+  counting(counting&& o) noexcept : value(o.value), text(std::move(o.text)) { ++moves(); }
+  counting& operator=(const counting&) = default;
+  counting& operator=(counting&&) noexcept = default;
+  int value = 0;
+  std::string text;
+};
+
+// Its constructor from `gate` blocks until the gate opens: a producer stalled inside enqueue.
+struct gate {
+  std::atomic<bool> entered{false};
+  std::atomic<bool> open{false};
+};
+struct slow {
+  slow() = default;
+  explicit slow(int v) : value(v) {}
+  explicit slow(gate* g) : value(-1) {
+    g->entered.store(true);
+    while (!g->open.load()) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  int value = 0;
+};
+
+// A single-pass iterator that counts how often it is dereferenced.
+struct counting_it {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = int;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const int*;
+  using reference = const int&;
+  const int* p;
+  int* reads;
+  reference operator*() const {
+    ++*reads;
+    return *p;
+  }
+  counting_it& operator++() {
+    ++p;
+    return *this;
+  }
+};
+
+} // namespace
+
+TEST_CASE("queue: FIFO order, single thread, across many segments", "[queue]") {
+  queue<int> q;
+  int out = -1;
+  CHECK_FALSE(q.dequeue(out));
+  CHECK(q.was_empty());
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 5000; ++i) {
+      REQUIRE(q.enqueue(i));
+    }
+    CHECK(q.size_approx() == 5000);
+    for (int i = 0; i < 5000; ++i) {
+      REQUIRE(q.dequeue(out));
+      REQUIRE(out == i);
+    }
+    CHECK_FALSE(q.dequeue(out));
+    CHECK(q.size_approx() == 0);
+  }
+  CHECK(queue<int>::is_lock_free_v());
+}
+
+TEST_CASE("queue: enqueue constructs in place, copies lvalues and moves rvalues", "[queue]") {
+  queue<counting> q;
+  counting::copies() = 0;
+  counting::moves() = 0;
+  REQUIRE(q.enqueue(7, std::string("seven"))); // emplacement: no copy, no move
+  CHECK(counting::copies() == 0);
+  CHECK(counting::moves() == 0);
+  counting c(8, "eight");
+  REQUIRE(q.enqueue(c));
+  CHECK(counting::copies() == 1);
+  CHECK(c.text == "eight");
+  REQUIRE(q.enqueue(std::move(c)));
+  CHECK(counting::copies() == 1);
+  CHECK(counting::moves() == 1);
+  counting out;
+  REQUIRE(q.dequeue(out));
+  CHECK((out.value == 7 && out.text == "seven"));
+  REQUIRE(q.dequeue(out));
+  CHECK((out.value == 8 && out.text == "eight"));
+  REQUIRE(q.dequeue(out));
+  CHECK((out.value == 8 && out.text == "eight"));
+  CHECK_FALSE(q.dequeue(out));
+}
+
+TEST_CASE("queue: move-only elements go through", "[queue]") {
+  queue<std::unique_ptr<int>> q;
+  for (int i = 0; i < 1000; ++i) {
+    REQUIRE(q.enqueue(new int(i)));
+  }
+  REQUIRE(q.enqueue(std::unique_ptr<int>(new int(1000))));
+  std::unique_ptr<int> out;
+  for (int i = 0; i <= 1000; ++i) {
+    REQUIRE(q.dequeue(out));
+    REQUIRE(out);
+    REQUIRE(*out == i);
+  }
+  std::vector<std::unique_ptr<int>> many;
+  std::vector<std::unique_ptr<int>> in;
+  for (int i = 0; i < 40; ++i) {
+    in.emplace_back(new int(i));
+  }
+  CHECK(q.bulk_enqueue(std::make_move_iterator(in.begin()), in.size()) == 40);
+  CHECK(q.bulk_dequeue(std::back_inserter(many), 100) == 40);
+  for (int i = 0; i < 40; ++i) {
+    CHECK(*many[static_cast<std::size_t>(i)] == i);
+  }
+}
+
+TEST_CASE("queue: every construction is matched by one destruction", "[queue]") {
+  tracked::reset();
+  {
+    queue<tracked> q;
+    for (int i = 0; i < 1000; ++i) {
+      q.enqueue(i);
+    }
+    tracked out;
+    for (int i = 0; i < 600; ++i) {
+      REQUIRE(q.dequeue(out));
+      REQUIRE(out.value == i);
+    }
+    std::vector<tracked> src(50, tracked(5));
+    CHECK(q.bulk_enqueue(src.begin(), src.size()) == 50);
+    std::vector<tracked> dst;
+    CHECK(q.bulk_dequeue(std::back_inserter(dst), 100) == 100);
+    CHECK(tracked::alive() == 1 + 50 + 100 + 350); // out, src, dst, still queued
+  } // 350 elements are still inside: ~queue destroys them
+  CHECK(tracked::alive() == 0);
+  CHECK(tracked::constructed().load() > 1000);
+}
+
+TEST_CASE("queue: bulk calls with n = 0, 1, 16 and 1000, into arrays and back_inserter",
+          "[queue]") {
+  queue<int> q;
+  std::vector<int> src(1000);
+  for (int i = 0; i < 1000; ++i) {
+    src[static_cast<std::size_t>(i)] = i;
+  }
+  // n = 0 is a no-op on both sides and leaves the queue usable.
+  CHECK(q.bulk_enqueue(src.begin(), 0) == 0);
+  std::array<int, 16> arr{};
+  CHECK(q.bulk_dequeue(arr.begin(), 0) == 0);
+  CHECK(q.size_approx() == 0);
+  REQUIRE(q.enqueue(-1));
+  int out = 0;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == -1);
+
+  for (std::size_t n : {std::size_t(1), std::size_t(16), std::size_t(1000)}) {
+    INFO("n = " << n);
+    CHECK(q.bulk_enqueue(src.begin(), n) == n);
+    if (n <= arr.size()) {
+      CHECK(q.bulk_dequeue(arr.begin(), n) == n);
+      for (std::size_t k = 0; k < n; ++k) {
+        CHECK(arr[k] == static_cast<int>(k));
+      }
+    } else {
+      std::vector<int> dst;
+      CHECK(q.bulk_dequeue(std::back_inserter(dst), 5000) == n); // asks for more than there is
+      REQUIRE(dst.size() == n);
+      for (std::size_t k = 0; k < n; ++k) {
+        CHECK(dst[k] == static_cast<int>(k));
+      }
+    }
+  }
+  CHECK(q.bulk_dequeue(arr.begin(), 16) == 0);
+  // Bulk and single calls interleave in one order.
+  q.enqueue(100);
+  q.bulk_enqueue(src.begin(), 3);
+  q.enqueue(101);
+  std::vector<int> all;
+  CHECK(q.bulk_dequeue(std::back_inserter(all), 10) == 5);
+  CHECK(all == std::vector<int>({100, 0, 1, 2, 101}));
+}
+
+TEST_CASE("queue: input iterators are read exactly n times", "[queue]") {
+  queue<int> q;
+  std::vector<int> src{1, 2, 3, 4, 5, 6};
+  int reads = 0;
+  CHECK(q.bulk_enqueue(counting_it{src.data(), &reads}, 4) == 4);
+  CHECK(reads == 4);
+  std::vector<int> dst;
+  CHECK(q.bulk_dequeue(std::back_inserter(dst), 10) == 4);
+  CHECK(dst == std::vector<int>({1, 2, 3, 4}));
+}
+
+TEST_CASE("queue: a throwing constructor under NOEXCEPT_CHECK loses nothing else", "[queue]") {
+  throws_on::alive() = 0;
+  {
+    queue<throws_on, checked_traits> q;
+    REQUIRE(q.enqueue(1));
+    CHECK_FALSE(q.enqueue(-1)); // threw: reported, nothing enqueued
+    REQUIRE(q.enqueue(2));
+    std::vector<int> src{3, 4, -5, 6, -7, 8};
+    CHECK(q.bulk_enqueue(src.begin(), src.size()) == 4); // the caller learns how many went in
+    std::vector<int> seen;
+    throws_on out(0);
+    while (q.dequeue(out)) {
+      seen.push_back(out.value);
+    }
+    CHECK(seen == std::vector<int>({1, 2, 3, 4, 6, 8}));
+    REQUIRE(q.enqueue(9)); // still usable
+    REQUIRE(q.dequeue(out));
+    CHECK(out.value == 9);
+    CHECK(throws_on::alive() == 1); // `out`
+  }
+  CHECK(throws_on::alive() == 0);
+}
+
+TEST_CASE("queue: a throwing constructor without NOEXCEPT_CHECK propagates", "[queue]") {
+  throws_on::alive() = 0;
+  {
+    queue<throws_on> q;
+    REQUIRE(q.enqueue(1));
+    CHECK_THROWS_AS(q.enqueue(-1), std::runtime_error);
+    std::vector<int> src{2, 3, -4, 5};
+    CHECK_THROWS_AS(q.bulk_enqueue(src.begin(), src.size()), std::runtime_error);
+    REQUIRE(q.enqueue(6));
+    std::vector<int> seen;
+    throws_on out(0);
+    while (q.dequeue(out)) {
+      seen.push_back(out.value);
+    }
+    // The elements before the throwing one went in; the rest of that bulk call did not.
+    CHECK(seen == std::vector<int>({1, 2, 3, 6}));
+  }
+  CHECK(throws_on::alive() == 0);
+}
+
+TEST_CASE("queue: throwing constructors with tiny segments (bulk calls span nodes)", "[queue]") {
+  throws_on::alive() = 0;
+  {
+    queue<throws_on, tiny_checked_traits> q;
+    std::vector<int> src;
+    std::vector<int> want;
+    for (int i = 0; i < 100; ++i) {
+      src.push_back(i % 7 == 3 ? -i : i);
+      if (i % 7 != 3) {
+        want.push_back(i);
+      }
+    }
+    CHECK(q.bulk_enqueue(src.begin(), src.size()) == want.size());
+    std::vector<throws_on> dst;
+    CHECK(q.bulk_dequeue(std::back_inserter(dst), 1000) == want.size());
+    std::vector<int> got;
+    for (const auto& x : dst) {
+      got.push_back(x.value);
+    }
+    CHECK(got == want);
+  }
+  CHECK(throws_on::alive() == 0);
+}
+
+TEST_CASE("queue: reserve pre-allocates the nodes", "[queue]") {
+  queue<int> q(10000);
+  const std::size_t nodes = q.nodes_allocated();
+  CHECK(nodes >= 10000 / 256 + 1);
+  for (int i = 0; i < 10000; ++i) {
+    q.enqueue(i);
+  }
+  CHECK(q.nodes_allocated() == nodes); // no allocation on the way
+  queue<int> small;
+  CHECK(small.nodes_allocated() == 1);
+}
+
+TEST_CASE("queue: a steady load reuses nodes (memory does not grow)", "[queue]") {
+  queue<int> q;
+  int out = 0;
+  for (int i = 0; i < 100; ++i) {
+    q.enqueue(i);
+  }
+  for (int i = 100; i < 1000000; ++i) {
+    q.enqueue(i);
+    REQUIRE(q.dequeue(out));
+    REQUIRE(out == i - 100);
+  }
+  CHECK(q.nodes_allocated() <= 3);
+  const std::size_t bytes = q.storage_bytes();
+  for (int i = 0; i < 100000; ++i) {
+    q.enqueue(i);
+    q.dequeue(out);
+  }
+  CHECK(q.storage_bytes() == bytes);
+}
+
+TEST_CASE("queue: tags wrap around (16-bit tags, tiny segments)", "[queue]") {
+  // Segment numbers start 40 below 2^16 (link tags are their low 16 bits) and the run goes
+  // through about 175000 segments, so the link tags wrap twice and the free-list tag (one
+  // step per push or pop) five times.
+  queue<std::uint64_t, tiny_traits> q(0, async::detail::first_ticket{(65536 - 40) * 4});
+  std::uint64_t next_in = 0;
+  std::uint64_t next_out = 0;
+  std::uint64_t out = 0;
+  for (int round = 0; round < 100000; ++round) {
+    const int burst = 1 + round % 13;
+    for (int k = 0; k < burst; ++k) {
+      REQUIRE(q.enqueue(next_in++));
+    }
+    for (int k = 0; k < burst; ++k) {
+      REQUIRE(q.dequeue(out));
+      REQUIRE(out == next_out++);
+    }
+  }
+  CHECK(next_out / 4 > 2 * 65536);
+  CHECK_FALSE(q.dequeue(out));
+  CHECK(q.nodes_allocated() <= 8);
+}
+
+TEST_CASE("queue: a traits struct written for the original library compiles", "[queue]") {
+  queue<int, original_traits> q;
+  REQUIRE(q.enqueue(3));
+  int out = 0;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 3);
+}
+
+TEST_CASE("queue: close refuses producers, consumers drain, then false", "[queue]") {
+  queue<int> q;
+  for (int i = 0; i < 300; ++i) {
+    q.enqueue(i);
+  }
+  CHECK_FALSE(q.is_closed());
+  q.close();
+  q.close(); // idempotent
+  CHECK(q.is_closed());
+  CHECK_FALSE(q.enqueue(1000));
+  std::vector<int> src{1, 2, 3};
+  CHECK(q.bulk_enqueue(src.begin(), 3) == 0);
+  int out = -1;
+  for (int i = 0; i < 300; ++i) {
+    REQUIRE(q.blocking_dequeue(out));
+    REQUIRE(out == i);
+  }
+  CHECK_FALSE(q.blocking_dequeue(out));
+  CHECK_FALSE(q.dequeue_for(out, 1s));
+  CHECK_FALSE(q.dequeue(out));
+  CHECK(q.size_approx() == 0);
+}
+
+TEST_CASE("queue: blocking and timed dequeue wait for a producer, or time out", "[queue]") {
+  queue<int> q;
+  int out = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(q.dequeue_for(out, 30ms));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 30ms);
+
+  std::thread producer([&] {
+    std::this_thread::sleep_for(20ms);
+    q.enqueue(42);
+    std::this_thread::sleep_for(20ms);
+    q.enqueue(43);
+  });
+  REQUIRE(q.blocking_dequeue(out));
+  CHECK(out == 42);
+  REQUIRE(q.dequeue_for(out, 10s));
+  CHECK(out == 43);
+  producer.join();
+}
+
+TEST_CASE("queue: close wakes consumers blocked on an empty queue", "[queue]") {
+  queue<int> q;
+  std::atomic<int> returned{0};
+  std::atomic<int> got_item{0};
+  std::vector<std::thread> consumers;
+  for (int c = 0; c < 3; ++c) {
+    consumers.emplace_back([&] {
+      int out = 0;
+      while (q.blocking_dequeue(out)) {
+        got_item.fetch_add(1);
+      }
+      returned.fetch_add(1);
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  q.enqueue(1);
+  q.enqueue(2);
+  CHECK(async_test::eventually_equal([&] { return got_item.load(); }, 2));
+  CHECK(returned.load() == 0);
+  q.close();
+  for (auto& t : consumers) {
+    t.join();
+  }
+  CHECK(returned.load() == 3);
+}
+
+TEST_CASE("queue: a consumer blocked on an empty queue burns no CPU", "[queue]") {
+  queue<int> q;
+  std::thread consumer([&] {
+    int out = 0;
+    while (q.blocking_dequeue(out)) {
+    }
+  });
+  std::this_thread::sleep_for(50ms); // let it park
+  const double cpu0 = async_test::process_cpu_seconds();
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(300ms);
+  const double cpu = async_test::process_cpu_seconds() - cpu0;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  q.close();
+  consumer.join();
+  INFO("CPU seconds per wall second: " << cpu / wall);
+  CHECK(cpu / wall < 0.05);
+}
+
+TEST_CASE("queue: a producer stalled inside enqueue does not hide later elements", "[queue]") {
+  for (int run = 0; run < 2; ++run) {
+    INFO("run " << run << (run == 0 ? " (default segments)" : " (tiny segments)"));
+    gate g;
+    auto scenario = [&](auto& q) {
+      std::thread stalled([&] { q.enqueue(&g); }); // takes a ticket, then blocks constructing
+      while (!g.entered.load()) {
+        std::this_thread::sleep_for(1ms);
+      }
+      for (int i = 0; i < 50; ++i) {
+        q.enqueue(i);
+      }
+      // Every element enqueued after the stalled one comes out while it is still stalled.
+      slow out;
+      int got = 0;
+      const auto end = std::chrono::steady_clock::now() + 10s;
+      while (got < 50 && std::chrono::steady_clock::now() < end) {
+        if (q.dequeue(out)) {
+          REQUIRE(out.value == got);
+          ++got;
+        }
+      }
+      CHECK(got == 50);
+      CHECK(g.open.load() == false);
+      g.open.store(true);
+      stalled.join();
+      // The stalled element went in after all (its slot was skipped, so it moved on).
+      REQUIRE(q.dequeue_for(out, 10s));
+      CHECK(out.value == -1);
+      CHECK_FALSE(q.dequeue(out));
+    };
+    if (run == 0) {
+      queue<slow> q;
+      scenario(q);
+    } else {
+      queue<slow, tiny_traits> q;
+      scenario(q);
+    }
+  }
+}
+
+TEST_CASE("queue: ping-pong through two queues with blocking calls", "[queue]") {
+  queue<int> there;
+  queue<int> back;
+  const int rounds = static_cast<int>(async_test::scaled(20000, 2000));
+  std::thread echo([&] {
+    int v = 0;
+    while (there.blocking_dequeue(v)) {
+      back.enqueue(v + 1);
+    }
+  });
+  int v = 0;
+  for (int i = 0; i < rounds; ++i) {
+    there.enqueue(v);
+    REQUIRE(back.blocking_dequeue(v));
+  }
+  there.close();
+  echo.join();
+  CHECK(v == rounds);
+}
