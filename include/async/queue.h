@@ -163,7 +163,10 @@ public:
     node& n = storage_[first];
     n.id.store(first_segment, std::memory_order_relaxed);
     n.next.store(nil_after(first_segment), std::memory_order_relaxed);
-    free_top_.value.store(link::make(link::null_index, 0), std::memory_order_relaxed);
+    // The free list's tag starts where the segment numbers do (a test can start both near a
+    // wrap point).
+    free_top_.value.store(link::make(link::null_index, tag_of(first_segment)),
+                          std::memory_order_relaxed);
     const word w = link::make(first, tag_of(first_segment));
     anchor_.value.store(w, std::memory_order_relaxed);
     enq_hint_.value.store(w, std::memory_order_relaxed);
@@ -680,7 +683,11 @@ private:
       const std::uint32_t i = link::index(a);
       node& n = storage_[i];
       const std::uint64_t id = n.id.load(std::memory_order_acquire);
-      if (is_free(id) || n.finished.load(std::memory_order_seq_cst) != segment_size) {
+      // The node must still be in the life the anchor named (its tag): a node recycled since
+      // the anchor was read may now be a later, finished segment in the middle of the list, and
+      // recycling that would move the anchor past unfinished segments.
+      if (is_free(id) || link::tag(a) != tag_of(id) ||
+          n.finished.load(std::memory_order_seq_cst) != segment_size) {
         return;
       }
       const word next = n.next.load(std::memory_order_seq_cst);

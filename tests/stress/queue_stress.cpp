@@ -21,7 +21,7 @@ using async_test::stress_shape;
 
 namespace {
 
-// 4-slot segments, 16-bit tags. A thread descheduled inside an operation holds back the
+// 4-slot segments, 24-bit tags. A thread descheduled inside an operation holds back the
 // recycling of the segments after its own for as long as it sleeps (see the README), and on two
 // oversubscribed cores that is tens of milliseconds: the storage leaves room for that.
 struct tiny_traits : async::traits {
@@ -30,7 +30,10 @@ struct tiny_traits : async::traits {
   static constexpr std::size_t NODE_LEVEL2 = 512;
   static constexpr std::size_t NODE_LEVEL3 = 2;
   static constexpr unsigned INDEX_BITS = 20;
-  static constexpr unsigned TAG_BITS = 16;
+  // 16 bits would be too few here: with 16 threads on 2 cores a thread can sleep for 100 ms
+  // inside an operation, long enough for 2^16 segments to pass (the unit tests wrap 16-bit
+  // tags single-threaded). 24 bits need 2^24 segments (67M elements) to pass during one stall.
+  static constexpr unsigned TAG_BITS = 24;
 };
 
 enum class style { single, bulk, mixed, blocking };
@@ -53,12 +56,15 @@ const char* name_of(style s) {
 // a small node storage from running out when producers outrun consumers.
 template <typename Queue>
 void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
-  struct alignas(64) producer_state {
+  // Padded rather than over-aligned: C++14's std::vector ignores over-alignment.
+  struct producer_state {
     std::vector<std::uint64_t> batch;
+    char pad[128] = {};
   };
-  struct alignas(64) consumer_state {
+  struct consumer_state {
     std::vector<std::uint64_t> batch;
     std::size_t next = 0;
+    char pad[128] = {};
   };
   std::vector<producer_state> producers(shape.producers);
   std::vector<consumer_state> consumers(shape.consumers);
@@ -146,13 +152,13 @@ TEST_CASE("queue stress: exactly once and per-producer FIFO, every shape and sty
   }
 }
 
-TEST_CASE("queue stress: tiny segments and 16-bit tags (reuse and tag wrap)", "[queue][stress]") {
+TEST_CASE("queue stress: tiny segments and 24-bit tags (reuse and tag wrap)", "[queue][stress]") {
   for (style how : {style::single, style::bulk, style::mixed}) {
     for (stress_shape shape : shapes) {
       shape.per_producer = async_test::scaled(800000 / shape.producers, 2000);
-      // Segment numbers start just below 2^16, so the 16-bit link tags wrap at once and then
-      // every 65536 segments (262144 elements).
-      queue<std::uint64_t, tiny_traits> q(0, async::detail::first_ticket{(65536 - 8) * 4});
+      // Segment numbers (and the free list's tag) start just below 2^24, so every tag wraps
+      // early in the run.
+      queue<std::uint64_t, tiny_traits> q(0, async::detail::first_ticket{((1u << 24) - 8) * 4});
       run(q, shape, how, 20000);
       WARN(name_of(how) << " " << shape.producers << "p" << shape.consumers
                         << "c: " << q.nodes_allocated() << " nodes");

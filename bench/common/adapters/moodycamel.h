@@ -20,6 +20,12 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
     retry([&] { return q.try_dequeue(v); });
     return v;
   }
+  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
+    retry([&] { return q.enqueue_bulk(v, n); });
+  }
+  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
+    return q.try_dequeue_bulk(out, n);
+  }
 };
 
 } // namespace async_bench

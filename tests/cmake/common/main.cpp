@@ -5,6 +5,7 @@
 #include <async/bounded_queue.h>
 #include <async/detail/cache.h>
 #include <async/detail/config.h>
+#include <async/queue.h>
 #include <async/threadpool.h>
 
 #include <cstdio>
@@ -19,6 +20,9 @@ int main() {
   auto produced = pool.post([&q] { return q.blocking_enqueue(42); });
   int v = 0;
   ok = ok && q.blocking_dequeue(v) && v == 42 && produced.get();
+
+  async::queue<int> u;
+  ok = ok && u.enqueue(7) && u.dequeue(v) && v == 7;
 
   std::printf("async consumer on %s, cache line %zu bytes: %s\n", ASYNC_ARCH_NAME,
               async::detail::cache_line_size, ok ? "ok" : "FAILED");

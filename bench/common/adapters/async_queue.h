@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: BSL-1.0
+// async::queue: the unbounded queue through its non-blocking calls with the harness's
+// spin_wait on empty, and through its bulk calls (bulk_enqueue / bulk_dequeue).
+#ifndef ASYNC_BENCH_ADAPTERS_ASYNC_QUEUE_H
+#define ASYNC_BENCH_ADAPTERS_ASYNC_QUEUE_H
+
+#include "../harness.h"
+
+#include <async/queue.h>
+
+namespace async_bench {
+
+struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
+  static const char* name() { return "async::queue"; }
+  static void push(queue& q, std::uint64_t v) { q.enqueue(v); }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    retry([&] { return q.dequeue(v); });
+    return v;
+  }
+  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) { q.bulk_enqueue(v, n); }
+  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
+    return q.bulk_dequeue(out, n);
+  }
+};
+
+/// The blocking consumer call (parks on an empty queue instead of the harness's spin_wait).
+struct async_unbounded_blocking : async_unbounded {
+  static const char* name() { return "async::queue blocking_dequeue"; }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    q.blocking_dequeue(v);
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif
