@@ -260,7 +260,7 @@ public:
                        t / segment_size);
           }
           slot& s = slot_of(i, t);
-          if (carry.engaged) {
+          if (carry.engaged()) {
             construct_carried(i, s, carry);
           } else {
             using nothrow = std::is_nothrow_constructible<T, decltype(*first)>;
@@ -800,7 +800,10 @@ private:
 
   // An element held aside (moved out of a skipped slot), with its own storage.
   struct manual_value {
-    bool engaged = false;
+    // The element, when there is one: the pointer placement new returned (reading through it,
+    // rather than through the raw storage, also keeps g++ -O2 from a false "maybe
+    // uninitialized" warning).
+    T* value = nullptr;
     alignas(T) unsigned char storage[sizeof(T)];
 
     manual_value() = default;
@@ -808,16 +811,16 @@ private:
     manual_value& operator=(const manual_value&) = delete;
     ~manual_value() { reset(); }
 
-    T& get() noexcept { return *reinterpret_cast<T*>(storage); }
+    bool engaged() const noexcept { return value != nullptr; }
+    T& get() noexcept { return *value; }
     void take_from(T& from) {
       reset();
-      ::new (static_cast<void*>(storage)) T(std::move(from));
-      engaged = true;
+      value = ::new (static_cast<void*>(storage)) T(std::move(from));
     }
     void reset() noexcept {
-      if (engaged) {
-        get().~T();
-        engaged = false;
+      if (value != nullptr) {
+        value->~T();
+        value = nullptr;
       }
     }
   };
