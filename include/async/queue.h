@@ -313,11 +313,14 @@ public:
   bool dequeue(U& out) {
     for (;;) {
       const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
-      if (h >= effective_tail()) {
-        return false;
-      }
       // (D0) acquire: as (E0), for the consumers' hint.
       const word hint = deq_hint_.value.load(std::memory_order_acquire);
+      // Not empty if the slot at the head already holds an element (a look at a line we are
+      // about to use anyway); otherwise compare with the tail, whose line producers keep
+      // writing. A wrong guess (the head moved meanwhile) costs one skipped ticket.
+      if (!looks_full(hint, h) && h >= effective_tail()) {
+        return false;
+      }
       // (D1) seq_cst: the ticket (relaxed would do for the ticket alone; seq_cst keeps the
       // reads that follow ordered after a waiter's registration, see blocking_dequeue).
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
@@ -345,13 +348,15 @@ public:
       const word hint = deq_hint_.value.load(std::memory_order_acquire);               // (D0)
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (D1)
       std::uint32_t i = locate_for_consumer(hint, h0 / segment_size);
+      finish_batch finished{this};
       for (std::size_t k = 0; k < want; ++k) {
         const std::uint64_t mine = h0 + k;
         if (k > 0 && mine % segment_size == 0) {
+          finished.flush(); // the node may be recycled once its slots are counted
           i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
                                   mine / segment_size);
         }
-        take_to(i, slot_of(i, mine), mine, out, got);
+        take_to(i, slot_of(i, mine), mine, out, got, finished);
       }
     }
     return got;
@@ -665,14 +670,49 @@ private:
 
   // The last party to leave a slot calls this. When every slot of the node is finished, the
   // node can be recycled once it is the anchor (segments are recycled in order).
-  void finish_slot(std::uint32_t i) noexcept {
+  void finish_slot(std::uint32_t i, std::uint32_t slots = 1) noexcept {
     // (F1) seq_cst (acq_rel for the counting: the last finisher sees everything done in the
     // node's slots); seq_cst orders it before the anchor and link checks in try_recycle,
     // against (R2) and (A1).
-    const std::uint32_t before = storage_[i].finished.fetch_add(1, std::memory_order_seq_cst);
-    if (ASYNC_UNLIKELY(before + 1 == segment_size)) {
+    const std::uint32_t before = storage_[i].finished.fetch_add(slots, std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(before + slots == segment_size)) {
       try_recycle();
     }
+  }
+
+  // Counts finished slots of one node at a time, for bulk_dequeue: one fetch_add per node
+  // instead of one per element. Flushed before moving to another node and at the end.
+  struct finish_batch {
+    queue* q;
+    std::uint32_t node = 0;
+    std::uint32_t count = 0;
+
+    explicit finish_batch(queue* owner) noexcept : q(owner) {}
+    finish_batch(const finish_batch&) = delete;
+    finish_batch& operator=(const finish_batch&) = delete;
+    ~finish_batch() { flush(); }
+
+    void add(std::uint32_t i) noexcept {
+      if (count != 0 && i != node) {
+        flush();
+      }
+      node = i;
+      ++count;
+    }
+    void flush() noexcept {
+      if (count != 0) {
+        q->finish_slot(node, count);
+        count = 0;
+      }
+    }
+  };
+
+  // Whether the slot of ticket h holds an element, judged from the node the hint names (false
+  // when that node is not h's segment). A guess: nothing is read that is not atomic.
+  bool looks_full(word hint, std::uint64_t h) const noexcept {
+    const std::uint32_t i = link::index(hint);
+    return storage_[i].id.load(std::memory_order_acquire) == h / segment_size &&
+           slot_of(i, h).state.load(std::memory_order_relaxed) == slot_full;
   }
 
   // Recycles finished segments at the anchor, in order, while each has a successor. Safe to
@@ -860,19 +900,20 @@ private:
   }
 
   template <typename OutputIt>
-  void take_to(std::uint32_t i, slot& s, std::uint64_t mine, OutputIt& out, std::size_t& got) {
+  void take_to(std::uint32_t i, slot& s, std::uint64_t mine, OutputIt& out, std::size_t& got,
+               finish_batch& finished) {
     if (!await_slot(i, s, mine)) {
       return;
     }
     struct finish {
-      queue* q;
+      finish_batch& batch;
       std::uint32_t i;
       slot& s;
       ~finish() {
         s.item()->~T();
-        q->finish_slot(i);
+        batch.add(i);
       }
-    } done{this, i, s};
+    } done{finished, i, s};
     *out = std::move(*s.item());
     ++out;
     ++got;
