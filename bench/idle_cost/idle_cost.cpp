@@ -3,6 +3,7 @@
 // an empty queue, (b) a pool of N workers has nothing to do. The goal is ~0; a spinning waiter
 // shows ~1 per spinning thread.
 #include "adapters/async_bounded_queue.h"
+#include "adapters/async_queue.h"
 #include "adapters/async_threadpool.h"
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
 #include "adapters/atomic_queue.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   using namespace async_bench;
   return run_main(argc, argv, [] {
     register_consumer<async_bounded_blocking>();
+    register_consumer<async_unbounded_blocking>();
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
     register_consumer<atomic_queue_blocking>();
 #endif
