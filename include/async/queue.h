@@ -18,6 +18,7 @@
 #include <iterator>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -207,20 +208,24 @@ public:
   // ---- producers ------------------------------------------------------------------------------
 
   /// Constructs an element from `args` at the tail. Returns true when it went in; false when
-  /// the queue is closed (the arguments are then not used), or, with NOEXCEPT_CHECK, when T's
-  /// constructor threw. Throws std::length_error when the node storage is exhausted and
-  /// std::bad_alloc when memory is. Thread-safe (lock-free).
+  /// the queue is closed, or, with NOEXCEPT_CHECK, when T's constructor threw. (In the rare case
+  /// that the element's slot was skipped and the queue closed before it could move on, the
+  /// element is destroyed and false is returned.) Throws std::length_error, before taking a
+  /// ticket, when every node of the storage is in use. When memory runs out after the ticket
+  /// was taken, the call waits for memory (the ticket's slot must be settled). Thread-safe
+  /// (lock-free).
   template <typename... Args>
   bool enqueue(Args&&... args) {
     // (E0) acquire: pairs with the release CAS that installed the hint; read before the ticket
     // is taken, so it names a segment at or before the ticket's (or a recycled node).
     const word hint = enq_hint_.value.load(std::memory_order_acquire);
+    check_capacity();
     // (E1) seq_cst: the ticket; seq_cst also orders it before the waiter check in notify().
     const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_seq_cst);
     if (ASYNC_UNLIKELY((t & closed_bit) != 0)) {
       return false;
     }
-    const std::uint32_t i = locate(enq_hint_.value, hint, t / segment_size);
+    const std::uint32_t i = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
     slot& s = slot_of(i, t);
     using nothrow = std::is_nothrow_constructible<T, Args&&...>;
     if (!construct_from(i, s, std::integral_constant<bool, nothrow::value>(),
@@ -245,48 +250,64 @@ public:
     std::size_t left = n;
     manual_value carry; // an element whose slot was skipped: it goes first in the next round
     while (left > 0) {
-      const word hint = enq_hint_.value.load(std::memory_order_acquire);               // (E0)
+      const word hint = enq_hint_.value.load(std::memory_order_acquire); // (E0)
+      check_capacity();
       const std::uint64_t t0 = tail_.value.fetch_add(left, std::memory_order_seq_cst); // (E1)
       if (ASYNC_UNLIKELY((t0 & closed_bit) != 0)) {
         break; // closed: `carry` (if any) is destroyed, the rest of the range is not read
       }
-      std::uint32_t i = locate(enq_hint_.value, hint, t0 / segment_size);
+      std::uint32_t i = locate_for_ticket(enq_hint_.value, hint, t0 / segment_size);
       std::size_t k = 0;
+      // The first ticket of this round whose slot the call has not settled yet (published,
+      // voided, or handed back); what is left of the round is voided if something throws.
+      std::uint64_t unsettled = t0;
       try {
         for (; k < left; ++k) {
           const std::uint64_t t = t0 + k;
           if (k > 0 && t % segment_size == 0) {
-            i = locate(enq_hint_.value, link::make(i, tag_of(t / segment_size - 1)),
-                       t / segment_size);
+            i = locate_for_ticket(enq_hint_.value, link::make(i, tag_of(t / segment_size - 1)),
+                                  t / segment_size);
           }
           slot& s = slot_of(i, t);
-          if (carry.engaged()) {
-            construct_carried(i, s, carry);
+          unsettled = t; // a throw from here voids slot t (voiding a void slot does nothing)
+          const bool from_range = !carry.engaged();
+          if (!from_range) {
+            if (!construct_carried(i, s, carry)) {
+              unsettled = t + 1;
+              continue; // NOEXCEPT_CHECK: the move threw, that element is lost, its slot void
+            }
           } else {
             using nothrow = std::is_nothrow_constructible<T, decltype(*first)>;
             const bool made =
                 construct_from(i, s, std::integral_constant<bool, nothrow::value>(), *first);
-            ++first;
             if (!made) {
+              unsettled = t + 1;
+              ++first;
               continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
             }
           }
           if (ASYNC_LIKELY(publish(s))) {
             ++in;
+            unsettled = t + 1;
+            if (from_range) {
+              ++first;
+            }
             continue;
           }
           // A consumer skipped this slot: the element, and every later one, must go after it
           // to keep their order. Void the rest of this round's slots and start a new round.
-          carry.take_from(*s.item());
-          s.item()->~T();
-          finish_slot(i);
+          hand_back(i, s, carry);
+          unsettled = t + 1;
           void_slots(i, t + 1, t0 + left);
+          if (from_range) {
+            ++first;
+          }
           break;
         }
       } catch (...) {
         // A constructor threw (without NOEXCEPT_CHECK) or memory ran out: the elements before
-        // are in, the slot of the failed one is void; void the rest of the round, then report.
-        void_slots(i, t0 + k + 1, t0 + left);
+        // are in; void what is left of the round (locating its segment if need be), report.
+        void_slots(i, unsettled, t0 + left);
         if (in > 0) {
           notify();
         }
@@ -333,7 +354,9 @@ public:
 
   /// Moves up to n of the oldest elements to `out` (an output iterator such as a pointer into
   /// an array or std::back_inserter), in queue order, taking tickets with one fetch_add. Returns
-  /// how many were written; 0 when the queue is empty or n == 0. Thread-safe (lock-free).
+  /// how many were written; 0 when the queue is empty or n == 0. If writing to `out` throws, the
+  /// elements of the tickets this call had taken but not written are destroyed and the
+  /// exception propagates. Thread-safe (lock-free).
   template <typename OutputIt>
   std::size_t bulk_dequeue(OutputIt out, std::size_t n) {
     std::size_t got = 0;
@@ -349,14 +372,35 @@ public:
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (D1)
       std::uint32_t i = locate_for_consumer(hint, h0 / segment_size);
       finish_batch finished{this};
-      for (std::size_t k = 0; k < want; ++k) {
-        const std::uint64_t mine = h0 + k;
-        if (k > 0 && mine % segment_size == 0) {
-          finished.flush(); // the node may be recycled once its slots are counted
-          i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
-                                  mine / segment_size);
+      std::size_t k = 0;
+      try {
+        for (; k < want; ++k) {
+          const std::uint64_t mine = h0 + k;
+          if (k > 0 && mine % segment_size == 0) {
+            finished.flush(); // the node may be recycled once its slots are counted
+            i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
+                                    mine / segment_size);
+          }
+          take_to(i, slot_of(i, mine), mine, out, got, finished);
         }
-        take_to(i, slot_of(i, mine), mine, out, got, finished);
+      } catch (...) {
+        // Writing to `out` threw: the tickets this call took and has not served are still its
+        // own. Their elements are destroyed (reported lost by the exception) so that their
+        // slots are left and the queue stays whole.
+        for (++k; k < want; ++k) {
+          const std::uint64_t mine = h0 + k;
+          if (mine % segment_size == 0) {
+            finished.flush();
+            i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
+                                    mine / segment_size);
+          }
+          slot& s = slot_of(i, mine);
+          if (await_slot(i, s, mine)) {
+            s.item()->~T();
+            finished.add(i);
+          }
+        }
+        throw;
       }
     }
     return got;
@@ -543,16 +587,29 @@ private:
     return i;
   }
 
-  // As locate for a consumer. A consumer whose segment cannot be created because memory is
-  // exhausted cannot give up its ticket (a producer may fill the slot later), so it waits for
-  // memory or for another thread to create the segment.
-  std::uint32_t locate_for_consumer(word seen, std::uint64_t s) {
+  // locate for a thread that holds a ticket in s. It cannot give its ticket back (the other
+  // side of the slot depends on it), so when the segment cannot be created because memory or
+  // the node storage is exhausted, it waits for another thread to create it or for memory.
+  std::uint32_t locate_for_ticket(std::atomic<word>& hint, word seen, std::uint64_t s) noexcept {
     for (;;) {
       try {
-        return locate(deq_hint_.value, seen, s);
+        return locate(hint, seen, s);
       } catch (...) {
         std::this_thread::yield();
       }
+    }
+  }
+
+  std::uint32_t locate_for_consumer(word seen, std::uint64_t s) noexcept {
+    return locate_for_ticket(deq_hint_.value, seen, s);
+  }
+
+  // Producers refuse to take a ticket once every node of the storage is in use and none is
+  // free (a ticket taken then would have to wait for a consumer to free a node).
+  void check_capacity() const {
+    if (ASYNC_UNLIKELY(storage_.allocated() >= storage_type::capacity) &&
+        link::is_null(free_top_.value.load(std::memory_order_acquire))) {
+      throw std::length_error("async::queue: node storage exhausted (raise NODE_LEVEL1..3)");
     }
   }
 
@@ -790,51 +847,25 @@ private:
   // The producer gives up its slot: the consumer passes it (or already did).
   void void_slot(std::uint32_t i, slot& s) noexcept {
     std::uint32_t expected = slot_empty;
-    // release: the consumer's acquire sees that nothing is there; on failure the consumer has
-    // already skipped the slot and the producer is the last to leave.
+    // release: the consumer's acquire sees that nothing is there. On failure the consumer has
+    // already skipped the slot and the producer is the last to leave, or the slot is void
+    // already (a bulk call voiding what is left after a throw): nothing to do.
     if (!s.state.compare_exchange_strong(expected, slot_void, std::memory_order_release,
-                                         std::memory_order_acquire)) {
+                                         std::memory_order_acquire) &&
+        expected == slot_skipped) {
       finish_slot(i);
     }
   }
 
-  // Voids the slots of tickets [from, end) reserved by a bulk round that was cut short.
+  // Voids the slots of tickets [from, end) reserved by a bulk round that was cut short; i is the
+  // node of ticket from - 1 (or of `from` itself when it is not the first of a segment).
   void void_slots(std::uint32_t i, std::uint64_t from, std::uint64_t end) noexcept {
     for (std::uint64_t t = from; t < end; ++t) {
       if (t % segment_size == 0) {
-        try {
-          i = locate(enq_hint_.value, link::make(i, tag_of(t / segment_size - 1)),
-                     t / segment_size);
-        } catch (...) {
-          return; // out of memory: consumers skip these slots by themselves
-        }
+        i = locate_for_ticket(enq_hint_.value, link::make(i, tag_of(t / segment_size - 1)),
+                              t / segment_size);
       }
       void_slot(i, slot_of(i, t));
-    }
-  }
-
-  // The element in slot s of node i was skipped by its consumer: move it to a new ticket.
-  bool relocate(std::uint32_t i, slot& s) {
-    manual_value carry;
-    carry.take_from(*s.item());
-    s.item()->~T();
-    finish_slot(i);
-    for (;;) {
-      const word hint = enq_hint_.value.load(std::memory_order_acquire);           // (E0)
-      const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_seq_cst); // (E1)
-      if ((t & closed_bit) != 0) {
-        return false;
-      }
-      const std::uint32_t j = locate(enq_hint_.value, hint, t / segment_size);
-      slot& next = slot_of(j, t);
-      construct_carried(j, next, carry);
-      if (publish(next)) {
-        notify();
-        return true;
-      }
-      carry.take_from(*next.item());
-      next.item()->~T();
-      finish_slot(j);
     }
   }
 
@@ -865,16 +896,60 @@ private:
     }
   };
 
-  // Moves the carried element into slot s. If the move throws, the slot is voided.
-  void construct_carried(std::uint32_t i, slot& s, manual_value& carry) {
+  // The consumer skipped slot s (node i) before its element was published: move the element
+  // into `carry` and leave the slot for good. If the move throws, the element is destroyed
+  // (the enqueue fails with that exception) and the slot is left all the same.
+  void hand_back(std::uint32_t i, slot& s, manual_value& carry) {
+    struct leave {
+      queue* q;
+      std::uint32_t i;
+      slot& s;
+      ~leave() {
+        s.item()->~T();
+        q->finish_slot(i);
+      }
+    } done{this, i, s};
+    carry.take_from(*s.item());
+  }
+
+  // The element in slot s of node i was skipped by its consumer: move it to a new ticket.
+  bool relocate(std::uint32_t i, slot& s) {
+    manual_value carry;
+    hand_back(i, s, carry);
+    for (;;) {
+      const word hint = enq_hint_.value.load(std::memory_order_acquire);           // (E0)
+      const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_seq_cst); // (E1)
+      if ((t & closed_bit) != 0) {
+        return false; // closed meanwhile: the element is destroyed with `carry`
+      }
+      const std::uint32_t j = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
+      slot& next = slot_of(j, t);
+      if (!construct_carried(j, next, carry)) {
+        return false;
+      }
+      if (publish(next)) {
+        notify();
+        return true;
+      }
+      hand_back(j, next, carry);
+    }
+  }
+
+  // Moves the carried element into slot s. If the move throws, the slot is voided, the element
+  // is destroyed, and the exception propagates (without NOEXCEPT_CHECK) or false is returned.
+  bool construct_carried(std::uint32_t i, slot& s, manual_value& carry) {
     try {
       ::new (static_cast<void*>(s.storage)) T(std::move(carry.get()));
     } catch (...) {
       void_slot(i, s);
       carry.reset();
+      if (noexcept_check) {
+        return false;
+      }
       throw;
     }
     carry.reset();
+    return true;
   }
 
   // ---- consumer helpers -----------------------------------------------------------------------

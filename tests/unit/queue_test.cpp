@@ -536,3 +536,82 @@ TEST_CASE("queue: ping-pong through two queues with blocking calls", "[queue]") 
   echo.join();
   CHECK(v == rounds);
 }
+
+namespace {
+
+// An output iterator that throws on its `fails_at`-th assignment.
+struct throwing_out {
+  using iterator_category = std::output_iterator_tag;
+  using value_type = void;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = void;
+  std::vector<int>* sink;
+  int fails_at;
+  throwing_out& operator*() { return *this; }
+  throwing_out& operator=(int v) {
+    if (static_cast<int>(sink->size()) + 1 == fails_at) {
+      throw std::runtime_error("throwing_out");
+    }
+    sink->push_back(v);
+    return *this;
+  }
+  throwing_out& operator++() { return *this; }
+};
+
+// Two nodes of four slots: the storage runs out after eight elements.
+struct two_node_traits : async::traits {
+  static constexpr std::size_t SEGMENT_SIZE = 4;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 2;
+};
+
+} // namespace
+
+TEST_CASE("queue: bulk_dequeue whose output throws leaves the queue whole", "[queue]") {
+  queue<int, tiny_traits> q;
+  for (int i = 0; i < 8; ++i) {
+    q.enqueue(i);
+  }
+  std::vector<int> sink;
+  CHECK_THROWS_AS(q.bulk_dequeue(throwing_out{&sink, 2}, 6), std::runtime_error);
+  CHECK(sink == std::vector<int>({0})); // 1 was being written; 2..5 were taken and dropped
+  int out = -1;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 6);
+  // Every slot was left properly: a steady load afterwards reuses the same few nodes.
+  const std::size_t nodes = q.nodes_allocated();
+  for (int i = 0; i < 10000; ++i) {
+    q.enqueue(i);
+    REQUIRE(q.dequeue(out));
+  }
+  CHECK(q.nodes_allocated() <= nodes + 2);
+}
+
+TEST_CASE("queue: a full node storage throws length_error and loses nothing", "[queue]") {
+  queue<int, two_node_traits> q;
+  int in = 0;
+  try {
+    for (;;) {
+      q.enqueue(in);
+      ++in;
+      REQUIRE(in <= 8);
+    }
+  } catch (const std::length_error&) {
+  }
+  CHECK(in >= 4);
+  int out = -1;
+  for (int i = 0; i < in; ++i) {
+    REQUIRE(q.dequeue(out));
+    REQUIRE(out == i);
+  }
+  CHECK_FALSE(q.dequeue(out));
+  // The nodes came back: the queue keeps working within its two nodes.
+  for (int i = 0; i < 1000; ++i) {
+    REQUIRE(q.enqueue(i));
+    REQUIRE(q.dequeue(out));
+    REQUIRE(out == i);
+  }
+  CHECK(q.nodes_allocated() <= 2);
+}
