@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     register_throughput<async_unbounded>(unbounded);
 #if ASYNC_BENCH_HAVE_MOODYCAMEL
     register_throughput<moodycamel_queue>(unbounded);
+    register_throughput<moodycamel_queue_tokens>(unbounded);
 #endif
 #if ASYNC_BENCH_HAVE_TBB
     register_throughput<tbb_queue>(unbounded);
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     register_bulk<async_unbounded>();
 #if ASYNC_BENCH_HAVE_MOODYCAMEL
     register_bulk<moodycamel_queue>();
+    register_bulk<moodycamel_queue_tokens>();
 #endif
   });
 }

@@ -6,6 +6,8 @@
 
 #include "../harness.h"
 
+#include <memory>
+
 #include ASYNC_BENCH_MOODYCAMEL_HEADER
 
 namespace async_bench {
@@ -25,6 +27,49 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
   }
   static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
     return q.try_dequeue_bulk(out, n);
+  }
+};
+
+/// The same queue through per-thread producer and consumer tokens: each producer gets its own
+/// sub-queue and consumers sweep them, so order holds per producer only, with no shared ticket.
+/// Each measured thread lives for one iteration, so its thread_local tokens die with it, before
+/// the queue.
+struct moodycamel_queue_tokens : moodycamel_queue {
+  static const char* name() { return "moodycamel::ConcurrentQueue tokens"; }
+  static moodycamel::ProducerToken& producer_token(queue& q) {
+    thread_local queue* owner = nullptr;
+    thread_local std::unique_ptr<moodycamel::ProducerToken> token;
+    if (owner != &q) {
+      token.reset(new moodycamel::ProducerToken(q));
+      owner = &q;
+    }
+    return *token;
+  }
+  static moodycamel::ConsumerToken& consumer_token(queue& q) {
+    thread_local queue* owner = nullptr;
+    thread_local std::unique_ptr<moodycamel::ConsumerToken> token;
+    if (owner != &q) {
+      token.reset(new moodycamel::ConsumerToken(q));
+      owner = &q;
+    }
+    return *token;
+  }
+  static void push(queue& q, std::uint64_t v) {
+    auto& token = producer_token(q);
+    retry([&] { return q.enqueue(token, v); });
+  }
+  static std::uint64_t pop(queue& q) {
+    auto& token = consumer_token(q);
+    std::uint64_t v = 0;
+    retry([&] { return q.try_dequeue(token, v); });
+    return v;
+  }
+  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
+    auto& token = producer_token(q);
+    retry([&] { return q.enqueue_bulk(token, v, n); });
+  }
+  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
+    return q.try_dequeue_bulk(consumer_token(q), out, n);
   }
 };
 
