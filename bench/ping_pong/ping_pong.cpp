@@ -5,6 +5,9 @@
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
 #include "adapters/atomic_queue.h"
 #endif
+#if ASYNC_BENCH_HAVE_ASIO
+#include "adapters/boost_spsc.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace async_bench;
@@ -16,6 +19,9 @@ int main(int argc, char** argv) {
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
     register_ping_pong<atomic_queue_blocking>(1024);
     register_ping_pong<atomic_queue_try>(1024);
+#endif
+#if ASYNC_BENCH_HAVE_ASIO
+    register_ping_pong<boost_spsc_queue>(1024);
 #endif
   });
 }

@@ -7,6 +7,7 @@
 #endif
 #if ASYNC_BENCH_HAVE_ASIO
 #include "adapters/boost_lockfree.h"
+#include "adapters/boost_spsc.h"
 #endif
 #if ASYNC_BENCH_HAVE_MOODYCAMEL
 #include "adapters/moodycamel.h"
@@ -34,6 +35,15 @@ int main(int argc, char** argv) {
 #endif
 #if ASYNC_BENCH_HAVE_ASIO
     register_throughput<boost_lockfree_queue>(caps);
+    // Single producer, single consumer only: registered for 1p1c alone.
+    for (std::size_t cap : caps) {
+      configure(benchmark::RegisterBenchmark(
+          bench_name("throughput", "cap:" + std::to_string(cap) + "/1p1c", boost_spsc_queue::name())
+              .c_str(),
+          [cap](benchmark::State& st) {
+            queue_throughput<boost_spsc_queue>(st, {1, 1}, cap);
+          }));
+    }
 #endif
   });
 }

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSL-1.0
+// boost::lockfree::spsc_queue: a single-producer single-consumer ring of run-time capacity,
+// through its try calls with the harness's spin_wait. Valid for 1p1c and ping-pong only.
+#ifndef ASYNC_BENCH_ADAPTERS_BOOST_SPSC_H
+#define ASYNC_BENCH_ADAPTERS_BOOST_SPSC_H
+
+#include "../harness.h"
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+namespace async_bench {
+
+struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<std::uint64_t>> {
+  static const char* name() { return "boost::lockfree::spsc_queue"; }
+  static void push(queue& q, std::uint64_t v) {
+    retry([&] { return q.push(v); });
+  }
+  static std::uint64_t pop(queue& q) {
+    std::uint64_t v = 0;
+    retry([&] { return q.pop(v); });
+    return v;
+  }
+};
+
+} // namespace async_bench
+
+#endif
