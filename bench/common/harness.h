@@ -180,15 +180,31 @@ inline std::vector<shape> throughput_shapes() {
 
 /// P producers push, C consumers pop, `items` values per iteration (rounded to a multiple of
 /// P*C so that every thread has an exact quota). Measures from the start line to the last join.
+/// The quotas of one throughput measurement: `items` rounded to a multiple of P*C so that every
+/// thread has an exact share. Producers send the values 1..total (atomic_queue reserves 0).
+struct quotas {
+  std::uint64_t per_producer;
+  std::uint64_t per_consumer;
+  std::uint64_t total;
+  std::uint64_t expected_sum;
+
+  explicit quotas(const shape& sh) {
+    const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
+    const std::uint64_t per_pair = std::max<std::uint64_t>(1, opts().items / pc);
+    per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers);
+    per_consumer = per_pair * static_cast<std::uint64_t>(sh.producers);
+    total = per_producer * static_cast<std::uint64_t>(sh.producers);
+    expected_sum = total * (total + 1) / 2;
+  }
+};
+
 template <typename Adapter>
 void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
-  const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
-  const std::uint64_t per_pair = std::max<std::uint64_t>(1, opts().items / pc);
-  const std::uint64_t per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers);
-  const std::uint64_t per_consumer = per_pair * static_cast<std::uint64_t>(sh.producers);
-  const std::uint64_t total = per_producer * static_cast<std::uint64_t>(sh.producers);
-  // Values 1..total (atomic_queue reserves 0 as its empty marker).
-  const std::uint64_t expected_sum = total * (total + 1) / 2;
+  const quotas quota(sh);
+  const std::uint64_t per_producer = quota.per_producer;
+  const std::uint64_t per_consumer = quota.per_consumer;
+  const std::uint64_t total = quota.total;
+  const std::uint64_t expected_sum = quota.expected_sum;
 
   for (auto _ : state) {
     auto q = Adapter::make(capacity);

@@ -20,11 +20,10 @@ constexpr std::size_t bulk_size = 16;
 /// As queue_throughput, with bulk calls on both sides.
 template <typename Adapter>
 void bulk_throughput(benchmark::State& state, shape sh) {
-  const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
-  const std::uint64_t per_pair = std::max<std::uint64_t>(1, opts().items / pc);
-  const std::uint64_t per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers);
-  const std::uint64_t total = per_producer * static_cast<std::uint64_t>(sh.producers);
-  const std::uint64_t expected_sum = total * (total + 1) / 2;
+  const quotas quota(sh);
+  const std::uint64_t per_producer = quota.per_producer;
+  const std::uint64_t total = quota.total;
+  const std::uint64_t expected_sum = quota.expected_sum;
 
   for (auto _ : state) {
     auto q = Adapter::make(0);

@@ -346,7 +346,8 @@ public:
       // reads that follow ordered after a waiter's registration, see blocking_dequeue).
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
       const std::uint32_t i = locate_for_consumer(hint, mine / segment_size);
-      if (take(i, slot_of(i, mine), mine, out)) {
+      finish_batch finished{this};
+      if (take(i, slot_of(i, mine), mine, finished, [&out](T& v) { out = std::move(v); })) {
         return true;
       }
     }
@@ -381,7 +382,12 @@ public:
             i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
                                     mine / segment_size);
           }
-          take_to(i, slot_of(i, mine), mine, out, got, finished);
+          if (take(i, slot_of(i, mine), mine, finished, [&out](T& v) {
+                *out = std::move(v);
+                ++out;
+              })) {
+            ++got;
+          }
         }
       } catch (...) {
         // Writing to `out` threw: the tickets this call took and has not served are still its
@@ -394,11 +400,7 @@ public:
             i = locate_for_consumer(link::make(i, tag_of(mine / segment_size - 1)),
                                     mine / segment_size);
           }
-          slot& s = slot_of(i, mine);
-          if (await_slot(i, s, mine)) {
-            s.item()->~T();
-            finished.add(i);
-          }
+          take(i, slot_of(i, mine), mine, finished, [](T&) {});
         }
         throw;
       }
@@ -956,29 +958,13 @@ private:
 
   // Takes ticket `mine` (slot s of node i). Returns true with the element assigned to out, or
   // false when the slot carried nothing (skipped or void).
-  template <typename U>
-  bool take(std::uint32_t i, slot& s, std::uint64_t mine, U& out) {
+  // Takes ticket `mine` (slot s of node i): waits briefly for its element, hands it to
+  // deliver(T&), then destroys it and counts the slot in `finished` (also when deliver throws).
+  // Returns false when the slot carried nothing (skipped or void).
+  template <typename Deliver>
+  bool take(std::uint32_t i, slot& s, std::uint64_t mine, finish_batch& finished, Deliver deliver) {
     if (!await_slot(i, s, mine)) {
       return false;
-    }
-    struct finish {
-      queue* q;
-      std::uint32_t i;
-      slot& s;
-      ~finish() {
-        s.item()->~T();
-        q->finish_slot(i);
-      }
-    } done{this, i, s};
-    out = std::move(*s.item());
-    return true;
-  }
-
-  template <typename OutputIt>
-  void take_to(std::uint32_t i, slot& s, std::uint64_t mine, OutputIt& out, std::size_t& got,
-               finish_batch& finished) {
-    if (!await_slot(i, s, mine)) {
-      return;
     }
     struct finish {
       finish_batch& batch;
@@ -989,9 +975,8 @@ private:
         batch.add(i);
       }
     } done{finished, i, s};
-    *out = std::move(*s.item());
-    ++out;
-    ++got;
+    deliver(*s.item());
+    return true;
   }
 
   // Waits briefly for the producer of `mine`; true when the slot holds an element. Otherwise
