@@ -6,8 +6,11 @@ thread (or worker) count, one line per implementation.
     python3 bench/plot.py <results folder>      # reads *.csv there, writes charts/*.png
 
 A case such as "throughput/cap:1024/4p4c" is drawn in the group "throughput/cap:1024" at
-x = 8 threads; "pool_post/w:4/s:1" in "pool_post/s:1" at x = 4 workers. Needs matplotlib
-(Debian: python3-matplotlib); without it the script says so and exits 0.
+x = 8 threads; "pool_post/w:4/s:1" in "pool_post/s:1" at x = 4 workers. The sweeps of the
+tachyonix scenarios use a logarithmic x: "funnel/13p1c/cap:16" is drawn in "funnel/13p1c" at
+capacity 16 (its "unbounded" row as a dashed level line per queue), "pinball/balls:7" in
+"pinball" at 7 balls. Needs matplotlib (Debian: python3-matplotlib); without it the script says
+so and exits 0.
 """
 import csv
 import glob
@@ -17,9 +20,17 @@ import sys
 from collections import defaultdict
 
 
+SWEEPS = {"funnel": ("cap", "capacity"), "pinball": ("balls", "balls per rig")}
+
+
 def split_case(case):
-    """(group, x, x_label) for a case name, or None when it has no thread count."""
+    """(group, x, x_label) for a case name, or None when it has no thread count. In a sweep, x is
+    None for a level without a parameter (an unbounded queue in the capacity sweep)."""
     parts = case.split("/")
+    if parts[0] in SWEEPS:
+        key, label = SWEEPS[parts[0]]
+        m = re.fullmatch(key + r":(\d+)", parts[-1])
+        return "/".join(parts[:-1]), (int(m.group(1)) if m else None), label
     for i, part in enumerate(parts):
         m = re.fullmatch(r"(\d+)p(\d+)c", part)
         if m and m.group(1) != m.group(2):
@@ -70,7 +81,24 @@ def main():
         y_label = "millions of " + metric if metric.endswith("/s") else metric
         fig, ax = plt.subplots(figsize=(7, 4.5))
         xs_all = {x for points in impls.values() for x in points}
-        if len(xs_all) == 1:
+        if group.split("/")[0] in SWEEPS:
+            # Up to 20 distinct colours (tab10's ten, then their light variants from tab20).
+            tab20 = plt.get_cmap("tab20").colors
+            cycle = iter(list(tab20[0::2]) + list(tab20[1::2]))
+            for impl, points in sorted(impls.items()):
+                color = next(cycle)
+                if None in points:  # no parameter to sweep: a level line across the chart
+                    ax.axhline(points[None] / scale, color=color, linestyle="--", label=impl)
+                xs = sorted(x for x in points if x is not None)
+                if xs:
+                    ax.plot(xs, [points[x] / scale for x in xs], marker="o", color=color,
+                            label=impl)
+            ax.set_xscale("log")
+            ax.set_title(group)
+            ax.set_xlabel(x_label)
+            ax.set_ylabel(y_label)
+            ax.legend(fontsize=7)
+        elif len(xs_all) == 1:
             # One measurement per implementation (one thread count): bars.
             names = sorted(impls)
             values = [next(iter(impls[n].values())) / scale for n in names]

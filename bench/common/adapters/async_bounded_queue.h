@@ -18,6 +18,7 @@ struct async_bounded_blocking : owning_adapter<async::bounded_queue<std::uint64_
     q.blocking_dequeue(v);
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
 };
 
 struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
@@ -30,6 +31,7 @@ struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
     retry([&] { return q.dequeue(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
 };
 
 } // namespace async_bench

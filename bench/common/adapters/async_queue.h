@@ -18,6 +18,7 @@ struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
     retry([&] { return q.dequeue(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
   static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) { q.bulk_enqueue(v, n); }
   static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
     return q.bulk_dequeue(out, n);

@@ -15,6 +15,7 @@ struct atomic_queue_blocking : owning_adapter<atomic_queue::AtomicQueueB<std::ui
   static const char* name() { return "atomic_queue"; }
   static void push(queue& q, std::uint64_t v) { q.push(v); }
   static std::uint64_t pop(queue& q) { return q.pop(); }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
 };
 
 struct atomic_queue_try : owning_adapter<atomic_queue::AtomicQueueB<std::uint64_t>> {
@@ -27,6 +28,7 @@ struct atomic_queue_try : owning_adapter<atomic_queue::AtomicQueueB<std::uint64_
     retry([&] { return q.try_pop(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
 };
 
 } // namespace async_bench

@@ -20,6 +20,7 @@ struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<std::uint64_
     retry([&] { return q.pop(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.pop(v); }
 };
 
 } // namespace async_bench

@@ -22,6 +22,7 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
     retry([&] { return q.try_dequeue(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_dequeue(v); }
   static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
     retry([&] { return q.enqueue_bulk(v, n); });
   }
@@ -64,6 +65,7 @@ struct moodycamel_queue_tokens : moodycamel_queue {
     retry([&] { return q.try_dequeue(token, v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_dequeue(consumer_token(q), v); }
   static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
     auto& token = producer_token(q);
     retry([&] { return q.enqueue_bulk(token, v, n); });

@@ -24,6 +24,7 @@ struct tbb_bounded_queue {
     q.pop(v);
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
 };
 
 struct tbb_queue {
@@ -36,6 +37,7 @@ struct tbb_queue {
     retry([&] { return q.try_pop(v); });
     return v;
   }
+  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
 };
 
 } // namespace async_bench

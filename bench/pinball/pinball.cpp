@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: BSL-1.0
+// Pinball, after the benchmark of the tachyonix channel: R rigs of 13 pins, each pin a queue
+// drained by pool tasks. A ball is a message; the task that takes it from a pin sends it on to
+// a pseudo-random other pin of the same rig, until the ball has made H hops. Receivers are often
+// starved and senders never wait (each queue can hold all the balls of its rig), so this measures
+// the cost of a hand-off between tasks rather than raw throughput. Swept: balls per rig.
+//
+// The pool is async::threadpool with N workers for every queue: the queue is the variable. A pin
+// is an actor: a sender enqueues, then schedules the pin's drain task unless it is scheduled
+// already. Verified: every ball finishes exactly once, and the pins handled balls x H messages.
+#include "adapters/async_bounded_queue.h"
+#include "adapters/async_queue.h"
+#include "adapters/async_threadpool.h"
+#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
+#include "adapters/atomic_queue.h"
+#endif
+#if ASYNC_BENCH_HAVE_ASIO
+#include "adapters/boost_lockfree.h"
+#endif
+#if ASYNC_BENCH_HAVE_MOODYCAMEL
+#include "adapters/moodycamel.h"
+#endif
+#if ASYNC_BENCH_HAVE_TBB
+#include "adapters/tbb_queues.h"
+#endif
+
+#include <future>
+
+namespace async_bench {
+
+constexpr int pins_per_rig = 13;
+constexpr int rigs = 61;
+constexpr int ball_bits = 24; // the low bits of a message: the ball's number + 1 (never 0)
+constexpr std::uint64_t ball_mask = (std::uint64_t(1) << ball_bits) - 1;
+
+/// A well-mixed 64-bit hash (the splitmix64 finaliser): where a ball goes next depends only on
+/// the ball and its hop count, so no task shares a random generator with another.
+inline std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+inline std::size_t round_up_pow2(std::size_t n) {
+  std::size_t c = 1;
+  while (c < n) {
+    c *= 2;
+  }
+  return c;
+}
+
+/// Stops the run: a corrupt or duplicated message cannot be measured around.
+[[noreturn]] inline void broken(const char* impl, const std::string& what) {
+  std::fprintf(stderr, "VERIFICATION FAILED: %s pinball: %s\n", impl, what.c_str());
+  std::abort();
+}
+
+/// One measurement's pins, balls and tallies. Pool tasks hold a pointer to it; the pool is
+/// destroyed (its workers joined) before the board.
+template <typename Adapter, typename Pool>
+class board {
+public:
+  board(Pool& pool, int balls_per_rig, std::uint64_t hops)
+      : pool_(pool), balls_(static_cast<std::size_t>(rigs * balls_per_rig)), hops_(hops),
+        pins_(static_cast<std::size_t>(rigs * pins_per_rig)),
+        finished_(new std::atomic<std::uint8_t>[balls_]), left_(balls_) {
+    const std::size_t capacity = round_up_pow2(static_cast<std::size_t>(balls_per_rig));
+    for (pin& p : pins_) {
+      p.q = Adapter::make(capacity);
+    }
+    for (std::size_t b = 0; b < balls_; ++b) {
+      finished_[b].store(0, std::memory_order_relaxed);
+      // Ball b belongs to rig b / balls_per_rig; a rig's balls are spread over its pins.
+      const std::size_t rig = b / static_cast<std::size_t>(balls_per_rig);
+      const std::size_t local = b % static_cast<std::size_t>(balls_per_rig);
+      pin& first = pins_[rig * pins_per_rig + local % pins_per_rig];
+      Adapter::push(*first.q, message(b, hops_));
+      first.scheduled.store(true, std::memory_order_relaxed); // its drain task comes in start()
+    }
+  }
+
+  /// Posts a drain task for every pin that holds a ball. The future of done() is ready when the
+  /// last ball has made its last hop.
+  void start() {
+    for (std::size_t p = 0; p < pins_.size(); ++p) {
+      if (pins_[p].scheduled.load(std::memory_order_relaxed)) {
+        pool_.spawn(drainer{this, p});
+      }
+    }
+  }
+
+  std::future<void> done() { return all_done_.get_future(); }
+
+  /// Empty when every ball finished exactly once and the pins handled balls x hops messages;
+  /// otherwise what went wrong. Call after the pool's workers are joined.
+  std::string verify() const {
+    std::uint64_t handled = 0;
+    for (const pin& p : pins_) {
+      handled += p.handled.load(std::memory_order_relaxed);
+    }
+    for (std::size_t b = 0; b < balls_; ++b) {
+      if (finished_[b].load(std::memory_order_relaxed) != 1) {
+        return "ball " + std::to_string(b) + " never finished";
+      }
+    }
+    const std::uint64_t expected = static_cast<std::uint64_t>(balls_) * hops_;
+    if (handled != expected) {
+      return "pins handled " + std::to_string(handled) + " messages, expected " +
+             std::to_string(expected);
+    }
+    return {};
+  }
+
+  std::uint64_t messages() const { return static_cast<std::uint64_t>(balls_) * hops_; }
+
+private:
+  struct alignas(64) pin {
+    std::unique_ptr<typename Adapter::queue> q;
+    std::atomic<bool> scheduled{false};
+    std::atomic<std::uint64_t> handled{0};
+  };
+
+  struct drainer {
+    board* self;
+    std::size_t pin;
+    void operator()() const { self->drain(pin); }
+  };
+
+  static std::uint64_t message(std::size_t ball, std::uint64_t hops_left) {
+    return hops_left << ball_bits | (static_cast<std::uint64_t>(ball) + 1);
+  }
+
+  void send(std::size_t to, std::uint64_t m) {
+    pin& p = pins_[to];
+    Adapter::push(*p.q, m);
+    // Both sides use read-modify-writes on `scheduled`: if this exchange comes after the
+    // drainer's reset, it sees false and schedules; if before, the drainer's reset reads from it
+    // (acquire) and its next pop sees our push. No message is left behind unscheduled.
+    if (!p.scheduled.exchange(true, std::memory_order_acq_rel)) {
+      pool_.spawn(drainer{this, to});
+    }
+  }
+
+  void handle(std::size_t at, std::uint64_t m) {
+    const std::uint64_t hops_left = m >> ball_bits;
+    const std::uint64_t number = (m & ball_mask) - 1;
+    if (number >= balls_ || hops_left == 0) {
+      broken(Adapter::name(), "a corrupt message " + std::to_string(m));
+    }
+    if (hops_left > 1) {
+      const std::size_t rig = at / pins_per_rig;
+      const std::size_t offset = 1 + mix(m) % (pins_per_rig - 1); // never the same pin
+      const std::size_t to = rig * pins_per_rig + (at % pins_per_rig + offset) % pins_per_rig;
+      send(to, message(static_cast<std::size_t>(number), hops_left - 1));
+      return;
+    }
+    if (finished_[number].exchange(1, std::memory_order_relaxed) != 0) {
+      broken(Adapter::name(), "ball " + std::to_string(number) + " finished twice");
+    }
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      all_done_.set_value();
+    }
+  }
+
+  void drain(std::size_t at) {
+    pin& p = pins_[at];
+    std::uint64_t handled = 0;
+    std::uint64_t m = 0;
+    for (;;) {
+      while (Adapter::try_pop(*p.q, m)) {
+        handle(at, m);
+        ++handled;
+      }
+      p.scheduled.exchange(false, std::memory_order_acq_rel);
+      // A sender that saw `scheduled` still true relies on this look; if it finds a message,
+      // the pin is taken again unless a newer drain task has it already.
+      if (!Adapter::try_pop(*p.q, m)) {
+        break;
+      }
+      handle(at, m);
+      ++handled;
+      if (p.scheduled.exchange(true, std::memory_order_acq_rel)) {
+        break;
+      }
+    }
+    p.handled.fetch_add(handled, std::memory_order_relaxed);
+  }
+
+  Pool& pool_;
+  std::size_t balls_;
+  std::uint64_t hops_;
+  std::vector<pin> pins_;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> finished_;
+  std::atomic<std::size_t> left_;
+  std::promise<void> all_done_;
+};
+
+template <typename Adapter>
+void pinball(benchmark::State& state, int balls_per_rig) {
+  const std::uint64_t hops =
+      std::max<std::uint64_t>(1, opts().items / static_cast<std::uint64_t>(rigs * balls_per_rig));
+  std::uint64_t messages = 0;
+  for (auto _ : state) {
+    // The pool outlives the board's tasks and the board outlives the pool: the pool is created
+    // first, and the board is destroyed after the pool's workers are joined.
+    std::unique_ptr<async_pool> pool(new async_pool(opts().threads));
+    board<Adapter, async_pool> b(*pool, balls_per_rig, hops);
+    auto done = b.done();
+    const auto t0 = std::chrono::steady_clock::now();
+    b.start();
+    if (done.wait_for(std::chrono::seconds(300)) != std::future_status::ready) {
+      broken(Adapter::name(), "stalled for 300 s: a message was lost");
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    pool.reset(); // joins the workers: every drain task has returned
+    state.SetIterationTime(seconds);
+    const std::string error = b.verify();
+    if (!error.empty()) {
+      fail(state, std::string(Adapter::name()) + " pinball: " + error);
+      return;
+    }
+    messages = b.messages();
+    state.counters["ns_per_message"] = seconds * 1e9 / static_cast<double>(messages);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * messages));
+  state.counters["workers"] = opts().threads;
+}
+
+template <typename Adapter>
+void register_pinball() {
+  for (int balls : {1, 7, 41, 241}) {
+    configure(benchmark::RegisterBenchmark(
+        bench_name("pinball", "balls:" + std::to_string(balls), Adapter::name()).c_str(),
+        [balls](benchmark::State& st) { pinball<Adapter>(st, balls); }));
+  }
+}
+
+} // namespace async_bench
+
+int main(int argc, char** argv) {
+  using namespace async_bench;
+  return run_main(argc, argv, [] {
+    register_pinball<async_bounded_blocking>();
+    register_pinball<async_unbounded>();
+#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
+    register_pinball<atomic_queue_blocking>();
+#endif
+#if ASYNC_BENCH_HAVE_MOODYCAMEL
+    register_pinball<moodycamel_queue>();
+#endif
+#if ASYNC_BENCH_HAVE_TBB
+    register_pinball<tbb_queue>();
+#endif
+#if ASYNC_BENCH_HAVE_ASIO
+    register_pinball<boost_lockfree_queue>();
+#endif
+  });
+}
