@@ -183,7 +183,7 @@ public:
     // own slot frees, so where threads outnumber cores, tickets queued behind a full ring make
     // every hand-off wait for one particular thread to be scheduled (measured in the funnel
     // benchmark: 13 producers, 1 consumer, 2 cores, capacity 16: 0.24 M/s with tickets).
-    if (ASYNC_UNLIKELY(looks_full())) {
+    if (ASYNC_UNLIKELY(looks_behind(tail_.value, state_free))) { // full
       return enqueue_when_room(nullptr, std::forward<Args>(args)...);
     }
     // (P1) acquire: pairs with (C1) in close(), so that a ticket taken after close() sees it.
@@ -237,7 +237,7 @@ public:
   template <typename U>
   bool blocking_dequeue(U& out) {
     // An empty queue is waited on without a ticket, as a full one in blocking_enqueue.
-    if (ASYNC_UNLIKELY(looks_empty())) {
+    if (ASYNC_UNLIKELY(looks_behind(head_.value, state_full))) { // empty
       return dequeue_when_ready(nullptr, out);
     }
     for (;;) {
@@ -417,19 +417,14 @@ private:
     return ring_[physical_index(logical_index(ticket))];
   }
 
-  // True when the slot at the tail still holds the previous lap. A hint only (relaxed loads):
-  // it picks how blocking_enqueue waits, never what it does.
-  bool looks_full() const noexcept {
-    const std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
+  // True when the slot of the next ticket on `side` (the tail or the head) has not yet reached
+  // `state` for that ticket: the queue looks full (tail_, state_free) or empty (head_,
+  // state_full). A hint only (relaxed loads): it picks how a blocking call waits, never what it
+  // does.
+  bool looks_behind(const std::atomic<std::uint64_t>& side, std::uint64_t state) const noexcept {
+    const std::uint64_t t = side.load(std::memory_order_relaxed);
     const std::uint64_t seen = slot_of(t).turn.load(std::memory_order_relaxed) & ~sleeper_bit;
-    return static_cast<std::int64_t>(seen - turn_of(t, state_free)) < 0;
-  }
-
-  // True when the slot at the head holds no element of the current lap yet. A hint only.
-  bool looks_empty() const noexcept {
-    const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
-    const std::uint64_t seen = slot_of(h).turn.load(std::memory_order_relaxed) & ~sleeper_bit;
-    return static_cast<std::int64_t>(seen - turn_of(h, state_full)) < 0;
+    return static_cast<std::int64_t>(seen - turn_of(t, state)) < 0;
   }
 
   // Claims the head element with compare-and-swap only once it is published, sleeping while

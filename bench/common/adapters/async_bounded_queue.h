@@ -28,7 +28,7 @@ struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.dequeue(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }

@@ -15,7 +15,7 @@ struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
   static void push(queue& q, std::uint64_t v) { q.enqueue(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.dequeue(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }

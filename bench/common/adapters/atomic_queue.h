@@ -25,7 +25,7 @@ struct atomic_queue_try : owning_adapter<atomic_queue::AtomicQueueB<std::uint64_
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.try_pop(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }

@@ -17,7 +17,7 @@ struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<std::uint64_
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.pop(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.pop(v); }

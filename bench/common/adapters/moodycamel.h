@@ -19,7 +19,7 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
   }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.try_dequeue(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.try_dequeue(v); }

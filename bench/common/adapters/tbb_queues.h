@@ -34,7 +34,7 @@ struct tbb_queue {
   static void push(queue& q, std::uint64_t v) { q.push(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
-    retry([&] { return q.try_pop(v); });
+    retry([&] { return try_pop(q, v); });
     return v;
   }
   static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
