@@ -6,6 +6,7 @@
 
 #include "detail/cache.h"
 #include "detail/node_storage.h"
+#include "detail/perturb.h"
 #include "detail/tagged_index.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
@@ -225,6 +226,7 @@ public:
     if (ASYNC_UNLIKELY((t & closed_bit) != 0)) {
       return false;
     }
+    ASYNC_PERTURB();
     const std::uint32_t i = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
     slot& s = slot_of(i, t);
     using nothrow = std::is_nothrow_constructible<T, Args&&...>;
@@ -232,6 +234,7 @@ public:
                         std::forward<Args>(args)...)) {
       return false;
     }
+    ASYNC_PERTURB();
     if (ASYNC_LIKELY(publish(s))) {
       notify();
       return true;
@@ -256,6 +259,7 @@ public:
       if (ASYNC_UNLIKELY((t0 & closed_bit) != 0)) {
         break; // closed: `carry` (if any) is destroyed, the rest of the range is not read
       }
+      ASYNC_PERTURB();
       std::uint32_t i = locate_for_ticket(enq_hint_.value, hint, t0 / segment_size);
       std::size_t k = 0;
       // The first ticket of this round whose slot the call has not settled yet (published,
@@ -286,6 +290,7 @@ public:
               continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
             }
           }
+          ASYNC_PERTURB();
           if (ASYNC_LIKELY(publish(s))) {
             ++in;
             unsettled = t + 1;
@@ -344,7 +349,9 @@ public:
       }
       // (D1) seq_cst: the ticket (relaxed would do for the ticket alone; seq_cst keeps the
       // reads that follow ordered after a waiter's registration, see blocking_dequeue).
+      ASYNC_PERTURB();
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
+      ASYNC_PERTURB();
       const std::uint32_t i = locate_for_consumer(hint, mine / segment_size);
       finish_batch finished{this};
       if (take(i, slot_of(i, mine), mine, finished, [&out](T& v) { out = std::move(v); })) {
@@ -370,7 +377,9 @@ public:
       const std::size_t want = static_cast<std::size_t>(
           std::min<std::uint64_t>(static_cast<std::uint64_t>(n - got), t - h));
       const word hint = deq_hint_.value.load(std::memory_order_acquire);               // (D0)
+      ASYNC_PERTURB();
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (D1)
+      ASYNC_PERTURB();
       std::uint32_t i = locate_for_consumer(hint, h0 / segment_size);
       finish_batch finished{this};
       std::size_t k = 0;
@@ -577,6 +586,7 @@ private:
     if (ASYNC_LIKELY(id == s)) {
       return i;
     }
+    ASYNC_PERTURB();
     if (is_free(id) || id > s) {
       anchor_node(s, i, id);
     }
@@ -645,8 +655,10 @@ private:
           continue;
         }
       }
+      ASYNC_PERTURB();
       const std::uint32_t j = link::index(next);
       std::uint64_t jid = storage_[j].id.load(std::memory_order_acquire);
+      ASYNC_PERTURB();
       // Validate: ids never repeat, so if n is still segment id, `next` was read from this
       // lifetime of n, and the node it names cannot have been recycled when jid was read
       // (segments are recycled in order, n first).
@@ -656,6 +668,7 @@ private:
       }
       if (jid != id + 1) {
         if (is_free(jid)) {
+          ASYNC_PERTURB();
           set_id(storage_[j], jid, id + 1); // linked, but its linker has not named it yet: help
           jid = storage_[j].id.load(std::memory_order_acquire);
         }
@@ -687,10 +700,12 @@ private:
       fresh.slots[k].state.store(slot_empty, std::memory_order_relaxed);
     }
     word expected = nil_after(id);
+    ASYNC_PERTURB();
     // (A1) seq_cst: publishes the reset node (pairs with (L1)); seq_cst also orders it before
     // the anchor check below, against a finisher's check of the link (see finish_slot).
     if (n.next.compare_exchange_strong(expected, link::make(j, tag_of(id + 1)),
                                        std::memory_order_seq_cst, std::memory_order_acquire)) {
+      ASYNC_PERTURB();
       set_id(fresh, fresh_id, id + 1);
       try_recycle();
       return link::make(j, tag_of(id + 1));
@@ -707,6 +722,7 @@ private:
     while (!link::is_null(top)) {
       const std::uint32_t i = link::index(top);
       const std::uint32_t below = storage_[i].free_next.load(std::memory_order_relaxed);
+      ASYNC_PERTURB();
       // The tag changes at every push and pop: a stale `below` fails the CAS.
       if (free_top_.value.compare_exchange_weak(
               top, link::make(below, link::next_tag(link::tag(top))), std::memory_order_acquire,
@@ -733,6 +749,7 @@ private:
     // (F1) seq_cst (acq_rel for the counting: the last finisher sees everything done in the
     // node's slots); seq_cst orders it before the anchor and link checks in try_recycle,
     // against (R2) and (A1).
+    ASYNC_PERTURB();
     const std::uint32_t before = storage_[i].finished.fetch_add(slots, std::memory_order_seq_cst);
     if (ASYNC_UNLIKELY(before + slots == segment_size)) {
       try_recycle();
@@ -793,6 +810,7 @@ private:
       if (link::is_null(next)) {
         return; // whoever links the next segment calls try_recycle again
       }
+      ASYNC_PERTURB();
       std::uint64_t claimed = n.claimed.load(std::memory_order_acquire);
       if (claimed > id || n.id.load(std::memory_order_acquire) != id) {
         return; // already claimed, or recycled since we looked
@@ -803,15 +821,24 @@ private:
                                              std::memory_order_relaxed)) {
         return;
       }
+      ASYNC_PERTURB();
       const std::uint32_t j = link::index(next);
       const std::uint64_t jid = storage_[j].id.load(std::memory_order_acquire);
       if (is_free(jid)) {
         set_id(storage_[j], jid, id + 1);
       }
-      // (R2) seq_cst: moves the anchor (pairs with the acquire in anchor_node); seq_cst orders
-      // it before the check of the next node's counter, against (F1).
-      anchor_.value.store(link::make(j, tag_of(id + 1)), std::memory_order_seq_cst);
+      ASYNC_PERTURB();
+      // The old node stops being segment id before the anchor moves on (and so before the
+      // next node can be recycled): a walker that read n.next and then the next node's id
+      // re-checks n.id after that read, so it never trusts an id that the next node received
+      // in a later life (it would "help" name a node that is back on the free list).
       n.id.store(free_flag | (id + 1), std::memory_order_release);
+      ASYNC_PERTURB();
+      // (R2) seq_cst: moves the anchor (pairs with the acquire in anchor_node); seq_cst orders
+      // it before the check of the next node's counter, against (F1). Threads that find the
+      // anchor naming a free node wait in anchor_node for this store.
+      anchor_.value.store(link::make(j, tag_of(id + 1)), std::memory_order_seq_cst);
+      ASYNC_PERTURB();
       push_free(i);
     }
   }
@@ -911,6 +938,7 @@ private:
         q->finish_slot(i);
       }
     } done{this, i, s};
+    ASYNC_PERTURB();
     carry.take_from(*s.item());
   }
 
@@ -924,11 +952,13 @@ private:
       if ((t & closed_bit) != 0) {
         return false; // closed meanwhile: the element is destroyed with `carry`
       }
+      ASYNC_PERTURB();
       const std::uint32_t j = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
       slot& next = slot_of(j, t);
       if (!construct_carried(j, next, carry)) {
         return false;
       }
+      ASYNC_PERTURB();
       if (publish(next)) {
         notify();
         return true;
@@ -997,6 +1027,7 @@ private:
         }
       }
       if (state == slot_empty) {
+        ASYNC_PERTURB();
         // seq_cst (acq_rel would do for the slot): on success the producer's failing publish
         // sees the skip; on failure we read what the producer published (pairs with (P1) or
         // void_slot).
@@ -1040,6 +1071,7 @@ private:
       if (drained()) {
         return false;
       }
+      ASYNC_PERTURB();
       if (!detail::park(&wake_epoch_.value, epoch, deadline)) {
         return dequeue(out); // timed out: one last look
       }

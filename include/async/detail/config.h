@@ -8,6 +8,9 @@
 //                          128 on x86-64 (adjacent-line prefetch pairs two 64-byte lines) and
 //                          AArch64 (several cores use 128-byte lines), 64 elsewhere.
 //   ASYNC_NO_FUTEX         define to 1 to park waiters on a condition variable even on Linux.
+//   ASYNC_TEST_PERTURB     the library's tests only: define to 1 to turn every ASYNC_PERTURB()
+//                          point into a random yield or short sleep (detail/perturb.h). Never
+//                          in a user's build: it makes every operation slower.
 //
 // Detected (read-only) macros:
 //   ASYNC_ARCH_X86_64, ASYNC_ARCH_X86, ASYNC_ARCH_AARCH64, ASYNC_ARCH_ARM, ASYNC_ARCH_OTHER
@@ -16,6 +19,7 @@
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
 //   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_NOINLINE, ASYNC_ALWAYS_INLINE
+//   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
 #define ASYNC_DETAIL_CONFIG_H
 
@@ -84,6 +88,11 @@
 #endif
 #ifndef ASYNC_TSAN
 #define ASYNC_TSAN 0
+#endif
+
+// ---- test seam --------------------------------------------------------------------------------
+#ifndef ASYNC_TEST_PERTURB
+#define ASYNC_TEST_PERTURB 0
 #endif
 
 // ---- compiler hints ---------------------------------------------------------------------------
