@@ -703,15 +703,30 @@ private:
     ASYNC_PERTURB();
     // (A1) seq_cst: publishes the reset node (pairs with (L1)); seq_cst also orders it before
     // the anchor check below, against a finisher's check of the link (see finish_slot).
-    if (n.next.compare_exchange_strong(expected, link::make(j, tag_of(id + 1)),
-                                       std::memory_order_seq_cst, std::memory_order_acquire)) {
-      ASYNC_PERTURB();
+    if (!n.next.compare_exchange_strong(expected, link::make(j, tag_of(id + 1)),
+                                        std::memory_order_seq_cst, std::memory_order_acquire)) {
+      push_free(j); // lost the race (or n was recycled): nobody saw this node
+      return expected;
+    }
+    ASYNC_PERTURB();
+    // The CAS proves that n.next held nil_after(id), not that n was still segment id: a node
+    // recycled since the caller looked at it, then taken by another stalled appender and reset
+    // for segment id (the same number: both work on a segment long gone), holds that very
+    // value. Ids never come back, so n.id == id now means n was segment id at the CAS.
+    if (n.id.load(std::memory_order_acquire) == id) {
       set_id(fresh, fresh_id, id + 1);
       try_recycle();
       return link::make(j, tag_of(id + 1));
     }
-    push_free(j); // lost the race (or n was recycled): nobody saw this node
-    return expected;
+    // n has left segment id. Had the link been real, n could only have been recycled after its
+    // recycler named j (try_recycle names the next node before it frees the old one), so an
+    // unnamed j means the link went into a recycled node. Nobody trusts a link without seeing
+    // its node's id first, so nobody can reach j through it: give j back.
+    if (fresh.id.load(std::memory_order_acquire) == fresh_id) {
+      push_free(j);
+      return nil_after(id);
+    }
+    return link::make(j, tag_of(id + 1)); // real, and already named; the caller revalidates
   }
 
   // ---- the free list and recycling ----------------------------------------------------------
