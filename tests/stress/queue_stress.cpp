@@ -136,7 +136,7 @@ void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
 }
 
 const stress_shape shapes[] = {
-    {1, 1, 0}, {4, 4, 0}, {1, 4, 0}, {4, 1, 0}, {8, 8, 0},
+    {1, 1, 0}, {4, 4, 0}, {1, 4, 0}, {4, 1, 0}, {8, 8, 0}, {16, 16, 0},
 };
 
 } // namespace

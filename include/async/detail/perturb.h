@@ -50,11 +50,14 @@ inline std::uint64_t perturb_next() noexcept {
   return z ^ (z >> 31);
 }
 
-// About one point in 32 yields and one in 512 sleeps for 1..64 microseconds: often enough
-// that every window is stretched many times per run, rare enough that runs still finish.
+// About one point in 32 yields, one in 512 sleeps for 1..64 microseconds and one in 8192 for
+// 0.1..1 ms: often enough that every window is stretched many times per run (the long sleeps
+// let hundreds of segments or turns pass one stalled thread), rare enough that runs finish.
 inline void perturb_here() noexcept {
   const std::uint64_t r = perturb_next();
-  if ((r & 511) == 0) {
+  if ((r & 8191) == 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100 + ((r >> 13) % 900)));
+  } else if ((r & 511) == 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(1 + ((r >> 9) & 63)));
   } else if ((r & 31) == 0) {
     std::this_thread::yield();
