@@ -376,7 +376,7 @@ public:
       }
       const std::size_t want = static_cast<std::size_t>(
           std::min<std::uint64_t>(static_cast<std::uint64_t>(n - got), t - h));
-      const word hint = deq_hint_.value.load(std::memory_order_acquire);               // (D0)
+      const word hint = deq_hint_.value.load(std::memory_order_acquire); // (D0)
       ASYNC_PERTURB();
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (D1)
       ASYNC_PERTURB();

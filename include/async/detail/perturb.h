@@ -32,8 +32,7 @@ inline std::uint64_t perturb_seed() noexcept {
     if (env != nullptr && *env != '\0') {
       return static_cast<std::uint64_t>(std::strtoull(env, nullptr, 0));
     }
-    return static_cast<std::uint64_t>(
-        std::chrono::steady_clock::now().time_since_epoch().count());
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }();
   return seed;
 }
