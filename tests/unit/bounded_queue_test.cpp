@@ -346,6 +346,61 @@ TEST_CASE("timed calls give up on time and succeed when served", "[bounded_queue
   CHECK(out == 4);
 }
 
+// "Forever" timeouts wait until served (they used to overflow and give up at once).
+template <typename Duration>
+void check_waits_forever(Duration forever) {
+  bounded_queue<int> q(1);
+  std::atomic<bool> returned{false};
+  bool got = false;
+  int out = 0;
+  std::thread consumer([&] {
+    got = q.dequeue_for(out, forever);
+    returned = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  CHECK_FALSE(returned.load());
+  REQUIRE(q.enqueue(7));
+  consumer.join();
+  CHECK(got);
+  CHECK(out == 7);
+
+  REQUIRE(q.enqueue(8)); // full now
+  returned = false;
+  bool put = false;
+  std::thread producer([&] {
+    put = q.enqueue_for(9, forever);
+    returned = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  CHECK_FALSE(returned.load());
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 8);
+  producer.join();
+  CHECK(put);
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 9);
+}
+
+TEST_CASE("timed calls with duration::max() of any unit wait until served", "[bounded_queue]") {
+  check_waits_forever(std::chrono::nanoseconds::max());
+  check_waits_forever(std::chrono::milliseconds::max());
+  check_waits_forever(std::chrono::hours::max());
+  check_waits_forever(std::chrono::duration<double>::max());
+  check_waits_forever(std::chrono::steady_clock::duration::max());
+}
+
+TEST_CASE("zero and negative timeouts do not wait", "[bounded_queue]") {
+  bounded_queue<int> q(1);
+  int out = 0;
+  CHECK_FALSE(q.dequeue_for(out, 0ms));
+  CHECK_FALSE(q.dequeue_for(out, -5s));
+  REQUIRE(q.enqueue(1));
+  CHECK_FALSE(q.enqueue_for(2, 0ms));
+  CHECK_FALSE(q.enqueue_for(2, std::chrono::hours::min()));
+  CHECK(q.dequeue_for(out, 0ms));
+  CHECK(out == 1);
+}
+
 TEST_CASE("a consumer blocked on an empty queue burns no CPU", "[bounded_queue]") {
   bounded_queue<int> q(16);
   std::thread consumer([&] {

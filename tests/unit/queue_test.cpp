@@ -430,6 +430,47 @@ TEST_CASE("queue: blocking and timed dequeue wait for a producer, or time out", 
   producer.join();
 }
 
+// A "forever" timeout must wait until served. deadline_after used to add it to now() and
+// overflow into the past, so these calls gave up at once.
+template <typename Duration>
+void check_waits_forever(Duration forever) {
+  queue<int> q;
+  std::atomic<bool> returned{false};
+  bool got = false;
+  int out = 0;
+  std::thread consumer([&] {
+    got = q.dequeue_for(out, forever);
+    returned = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  CHECK_FALSE(returned.load());
+  q.enqueue(7);
+  consumer.join();
+  CHECK(got);
+  CHECK(out == 7);
+}
+
+TEST_CASE("queue: dequeue_for with duration::max() of any unit waits until served", "[queue]") {
+  check_waits_forever(std::chrono::nanoseconds::max());
+  check_waits_forever(std::chrono::milliseconds::max());
+  check_waits_forever(std::chrono::seconds::max());
+  check_waits_forever(std::chrono::hours::max());
+  check_waits_forever(std::chrono::duration<double>::max());
+  check_waits_forever(std::chrono::duration<double, std::ratio<3600>>(1e300));
+  check_waits_forever(std::chrono::steady_clock::duration::max());
+}
+
+TEST_CASE("queue: zero and negative timeouts do not wait", "[queue]") {
+  queue<int> q;
+  int out = 0;
+  CHECK_FALSE(q.dequeue_for(out, 0ms));
+  CHECK_FALSE(q.dequeue_for(out, -5s));
+  CHECK_FALSE(q.dequeue_for(out, std::chrono::hours::min()));
+  q.enqueue(1);
+  CHECK(q.dequeue_for(out, 0ms));
+  CHECK(out == 1);
+}
+
 TEST_CASE("queue: close wakes consumers blocked on an empty queue", "[queue]") {
   queue<int> q;
   std::atomic<int> returned{0};

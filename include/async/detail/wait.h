@@ -43,10 +43,27 @@ static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
 
 using wait_clock = std::chrono::steady_clock;
 
-/// now + timeout on the waiting clock (timed calls take any std::chrono duration).
+/// The deadline that park() reads as "no deadline at all".
+constexpr wait_clock::time_point no_deadline() noexcept { return wait_clock::time_point::max(); }
+
+/// now + timeout on the waiting clock (timed calls take any std::chrono duration, integral or
+/// floating). A timeout too large to add to now (duration::max() of any unit, hours::max(), a
+/// huge floating count) saturates to no_deadline(): the call waits as long as it must, it does
+/// not overflow into the past and give up at once. Zero and negative timeouts give now.
 template <typename Rep, typename Period>
 wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& timeout) {
-  return wait_clock::now() + std::chrono::duration_cast<wait_clock::duration>(timeout);
+  const wait_clock::time_point now = wait_clock::now();
+  if (timeout <= std::chrono::duration<Rep, Period>::zero()) {
+    return now;
+  }
+  // Compared in floating point, where no unit conversion can overflow; the margin of a
+  // millisecond covers the rounding of a double near 2^63 nanoseconds.
+  using seconds_f = std::chrono::duration<long double>;
+  const seconds_f room = std::chrono::duration_cast<seconds_f>(no_deadline() - now);
+  if (std::chrono::duration_cast<seconds_f>(timeout) >= room - seconds_f(1e-3L)) {
+    return no_deadline();
+  }
+  return now + std::chrono::duration_cast<wait_clock::duration>(timeout);
 }
 
 /// Active waiting before a thread parks: `pauses` rounds of the pause instruction, then
@@ -108,7 +125,7 @@ inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
                  const wait_clock::time_point* deadline) noexcept {
   timespec rel{};
   timespec* timeout = nullptr;
-  if (deadline != nullptr) {
+  if (deadline != nullptr && *deadline != no_deadline()) {
     const auto left = *deadline - wait_clock::now();
     if (left <= wait_clock::duration::zero()) {
       return false;
@@ -152,8 +169,8 @@ inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
   if (word->load(std::memory_order_acquire) != expected) {
     return true;
   }
-  if (deadline == nullptr) {
-    b.cv.wait(lock);
+  if (deadline == nullptr || *deadline == no_deadline()) {
+    b.cv.wait(lock); // wait_until(time_point::max()) overflows inside some standard libraries
     return true;
   }
   return b.cv.wait_until(lock, *deadline) == std::cv_status::no_timeout;
