@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -152,7 +153,8 @@ public:
   queue() : queue(0, detail::first_ticket{0}) {}
 
   /// An empty queue with room for at least `reserve` elements before it allocates again.
-  /// Not thread-safe.
+  /// Throws std::length_error when the node storage cannot hold that many (for example
+  /// reserve == SIZE_MAX with the default traits). Not thread-safe.
   explicit queue(std::size_t reserve) : queue(reserve, detail::first_ticket{0}) {}
 
   /// Test seam: both ticket counters start at `start` (rounded down to a segment boundary), so
@@ -173,7 +175,13 @@ public:
     anchor_.value.store(w, std::memory_order_relaxed);
     enq_hint_.value.store(w, std::memory_order_relaxed);
     deq_hint_.value.store(w, std::memory_order_relaxed);
-    for (std::size_t nodes = (reserve + segment_size - 1) / segment_size; nodes > 0; --nodes) {
+    // Written without reserve + segment_size - 1, which wraps for reserve near SIZE_MAX.
+    const std::uint64_t nodes = reserve / segment_size + (reserve % segment_size != 0 ? 1 : 0);
+    if (nodes > storage_type::capacity - 1) {
+      throw std::length_error("async::queue: cannot reserve more elements than the node storage "
+                              "holds (raise NODE_LEVEL1..3)");
+    }
+    for (std::uint64_t k = 0; k < nodes; ++k) {
       push_free(storage_.allocate());
     }
   }
@@ -246,9 +254,15 @@ public:
   /// exactly n times, in order), taking n tickets with one fetch_add. The elements keep their
   /// order. Returns how many went in: n, fewer when the queue was closed (the rest of the range
   /// is not read) or, with NOEXCEPT_CHECK, when constructors threw (those elements are
-  /// skipped). n == 0 does nothing. Thread-safe (lock-free).
+  /// skipped). n == 0 does nothing. Throws std::length_error, before reading the range or
+  /// taking a ticket, when n exceeds max_bulk() (n tickets could need more nodes than the
+  /// storage has). Thread-safe (lock-free).
   template <typename InputIt>
   std::size_t bulk_enqueue(InputIt first, std::size_t n) {
+    if (ASYNC_UNLIKELY(n > max_bulk())) {
+      throw std::length_error("async::queue: bulk_enqueue of more elements than the node "
+                              "storage can ever hold at once (see max_bulk())");
+    }
     std::size_t in = 0;
     std::size_t left = n;
     manual_value carry; // an element whose slot was skipped: it goes first in the next round
@@ -481,7 +495,16 @@ public:
 
   /// Nodes taken from the storage so far (in use plus free). Thread-safe.
   std::size_t nodes_allocated() const noexcept {
-    return static_cast<std::size_t>(storage_.allocated());
+    // The storage's counter goes on counting failed allocations past its capacity.
+    return static_cast<std::size_t>(
+        std::min<std::uint64_t>(storage_.allocated(), storage_type::capacity));
+  }
+
+  /// The largest n that bulk_enqueue accepts: n tickets may start anywhere in a segment and so
+  /// span n / SEGMENT_SIZE + 2 nodes, all of which must exist at once.
+  static constexpr std::size_t max_bulk() noexcept {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(
+        (storage_type::capacity - 1) * segment_size, std::numeric_limits<std::size_t>::max()));
   }
 
 private:

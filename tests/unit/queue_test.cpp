@@ -656,3 +656,39 @@ TEST_CASE("queue: a full node storage throws length_error and loses nothing", "[
   }
   CHECK(q.nodes_allocated() <= 2);
 }
+
+TEST_CASE("queue: bulk_enqueue beyond what the storage can hold throws instead of hanging",
+          "[queue]") {
+  queue<int, two_node_traits> q;
+  STATIC_REQUIRE(queue<int, two_node_traits>::max_bulk() == 4);
+  std::vector<int> v(9);
+  for (int i = 0; i < 9; ++i) {
+    v[static_cast<std::size_t>(i)] = i;
+  }
+  // 9 tickets need three 4-slot nodes at least; the storage has two. This used to take the
+  // tickets and wait forever for a node.
+  CHECK_THROWS_AS(q.bulk_enqueue(v.begin(), 9), std::length_error);
+  CHECK_THROWS_AS(q.bulk_enqueue(v.begin(), 5), std::length_error);
+  int out = -1;
+  CHECK_FALSE(q.dequeue(out)); // nothing was taken or read
+  // max_bulk() elements go in from every offset within a segment.
+  for (int offset = 0; offset < 4; ++offset) {
+    for (int k = 0; k < offset; ++k) {
+      REQUIRE(q.enqueue(-1));
+      REQUIRE(q.dequeue(out));
+    }
+    REQUIRE(q.bulk_enqueue(v.begin(), 4) == 4);
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(q.dequeue(out));
+      REQUIRE(out == i);
+    }
+  }
+  CHECK(q.nodes_allocated() <= 2);
+}
+
+TEST_CASE("queue: a reserve larger than the storage throws length_error", "[queue]") {
+  CHECK_THROWS_AS(queue<int>(SIZE_MAX), std::length_error);
+  CHECK_THROWS_AS((queue<int, two_node_traits>(8)), std::length_error);
+  queue<int, two_node_traits> fits(4); // the first node plus one reserved
+  CHECK(fits.nodes_allocated() == 2);
+}
