@@ -287,19 +287,23 @@ public:
                                   t / segment_size);
           }
           slot& s = slot_of(i, t);
-          unsettled = t; // a throw from here voids slot t (voiding a void slot does nothing)
+          // unsettled == t here: a throw before the constructors below start (reading *first)
+          // leaves slot t to the catch block. Once they start, slot t is theirs: each voids it
+          // when it throws, and voiding a slot twice would count a skipped slot as finished
+          // twice (the node would be recycled with an element inside).
           const bool from_range = !carry.engaged();
           if (!from_range) {
+            unsettled = t + 1;
             if (!construct_carried(i, s, carry)) {
-              unsettled = t + 1;
               continue; // NOEXCEPT_CHECK: the move threw, that element is lost, its slot void
             }
           } else {
             using nothrow = std::is_nothrow_constructible<T, decltype(*first)>;
-            const bool made =
-                construct_from(i, s, std::integral_constant<bool, nothrow::value>(), *first);
+            auto&& source = *first;
+            unsettled = t + 1;
+            const bool made = construct_from(i, s, std::integral_constant<bool, nothrow::value>(),
+                                             std::forward<decltype(source)>(source));
             if (!made) {
-              unsettled = t + 1;
               ++first;
               continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
             }
@@ -307,7 +311,6 @@ public:
           ASYNC_PERTURB();
           if (ASYNC_LIKELY(publish(s))) {
             ++in;
-            unsettled = t + 1;
             if (from_range) {
               ++first;
             }
@@ -315,9 +318,10 @@ public:
           }
           // A consumer skipped this slot: the element, and every later one, must go after it
           // to keep their order. Void the rest of this round's slots and start a new round.
+          // hand_back leaves slot t even when the move throws.
           hand_back(i, s, carry);
-          unsettled = t + 1;
           void_slots(i, t + 1, t0 + left);
+          unsettled = t0 + left;
           if (from_range) {
             ++first;
           }
