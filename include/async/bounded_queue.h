@@ -5,6 +5,7 @@
 #include "detail/config.h"
 
 #include "detail/cache.h"
+#include "detail/perturb.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
 
@@ -192,6 +193,7 @@ public:
         ticket_after_close(t)) {
       return false;
     }
+    ASYNC_PERTURB();
     slot& s = slot_of(t);
     const std::uint64_t wanted = turn_of(t, state_free);
     if (ASYNC_UNLIKELY(!own_turn(s, wanted))) {
@@ -303,6 +305,7 @@ public:
     // wait_until_closed), and orders this store before the sleeper-bit reads below (pairs with
     // the seq_cst CAS in await: a waiter either sees `closed` or is woken here).
     close_state_.store(closed, std::memory_order_seq_cst);
+    ASYNC_PERTURB();
     for (std::size_t i = 0; i < capacity_; ++i) {
       wake_sleepers(ring_[physical_index(i)]);
     }
@@ -497,6 +500,7 @@ private:
       seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
       const auto d = static_cast<std::int64_t>(seen - turn_of(t, state_free));
       if (d == 0) {
+        ASYNC_PERTURB();
         // acquire on success: as (P1), a ticket taken after close() must see it.
         if (tail_.value.compare_exchange_weak(t, t + 1, std::memory_order_acquire,
                                               std::memory_order_relaxed)) {
@@ -525,6 +529,7 @@ private:
       seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
       const std::uint64_t full = turn_of(h, state_full);
       if (seen == full || seen == turn_of(h, state_hole)) {
+        ASYNC_PERTURB();
         if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
                                               std::memory_order_relaxed)) {
           if (seen == full) {
@@ -562,6 +567,7 @@ private:
                    std::forward<Args>(args)...)) {
       return false;
     }
+    ASYNC_PERTURB();
     publish(s, turn_of(t, state_full));
     return true;
   }
@@ -644,12 +650,14 @@ private:
         return waited::ready;
       }
       if (interrupted()) {
+        wake_word(word); // a bit we set in an earlier round may still be there (see below)
         return waited::interrupted;
       }
       if (spinning && active.wait()) {
         continue;
       }
       spinning = false;
+      ASYNC_PERTURB();
       if ((v & sleeper_bit) == 0) {
         // seq_cst: ordered before the interrupted() check below; pairs with (C2) and (A1).
         if (!word.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_seq_cst,
@@ -658,9 +666,17 @@ private:
         }
         v |= sleeper_bit;
       }
+      ASYNC_PERTURB();
       if (interrupted()) {
+        // Our sleeper bit may have gone in after the interrupter cleared the bits and woke
+        // the sleepers: a CAS from a value read before another waiter set its bit succeeds
+        // once the clearing restores that value (ABA), and that other waiter, already past
+        // its own check, would then sleep on our bit with nobody left to wake it. So whoever
+        // leaves on interrupted() with a bit in the word passes the wake-up on.
+        wake_word(word);
         return waited::interrupted;
       }
+      ASYNC_PERTURB();
       if (!detail::park(&word, v, deadline)) {
         return ready(word.load(std::memory_order_acquire)) ? waited::ready : waited::timed_out;
       }
@@ -669,12 +685,15 @@ private:
 
   // Clears the sleeper bit (changing the word, so a thread about to park does not sleep) and
   // wakes the threads parked on the slot.
-  void wake_sleepers(slot& s) noexcept {
-    std::uint64_t v = s.turn.load(std::memory_order_seq_cst);
+  void wake_sleepers(slot& s) noexcept { wake_word(s.turn); }
+
+  static void wake_word(std::atomic<std::uint64_t>& word) noexcept {
+    std::uint64_t v = word.load(std::memory_order_seq_cst);
     while ((v & sleeper_bit) != 0) {
-      if (s.turn.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_seq_cst,
-                                       std::memory_order_seq_cst)) {
-        detail::unpark_all(&s.turn);
+      ASYNC_PERTURB();
+      if (word.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_seq_cst,
+                                     std::memory_order_seq_cst)) {
+        detail::unpark_all(&word);
         return;
       }
     }

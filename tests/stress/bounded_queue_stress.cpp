@@ -10,8 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <thread>
+#include <vector>
 
 using async::bounded_queue;
 using async_test::got;
@@ -129,5 +132,60 @@ TEST_CASE("tickets wrap around 2^64 under concurrency", "[bounded_queue][stress]
       bounded_queue<std::uint64_t> r(cap, async::detail::first_ticket{start});
       run(r, sized(shape, 20000), style::try_calls);
     }
+  }
+}
+
+// close() against callers that are going to sleep at that very moment, round after round:
+// every blocked consumer (empty queue) and producer (full queue) must return false. The
+// wake-up used to be lost when a second waiter's sleeper bit went in after close() had cleared
+// the first one's (an ABA on the turn word): the first waiter then slept for good.
+template <typename Traits>
+void close_wakes_everyone(std::size_t capacity, std::size_t rounds) {
+  const std::size_t waiters = 4;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    bounded_queue<int, Traits> q(capacity);
+    const bool full = round % 2 == 1; // odd rounds: producers blocked on a full queue
+    if (full) {
+      for (std::size_t k = 0; k < capacity; ++k) {
+        REQUIRE(q.enqueue(0));
+      }
+    }
+    std::atomic<std::size_t> returned{0};
+    std::atomic<std::size_t> wrong{0};
+    std::vector<std::thread> threads;
+    for (std::size_t w = 0; w < waiters; ++w) {
+      threads.emplace_back([&] {
+        int out = 0;
+        const bool ok = full ? q.blocking_enqueue(1) : q.blocking_dequeue(out);
+        if (ok) {
+          wrong.fetch_add(1);
+        }
+        returned.fetch_add(1);
+      });
+    }
+    // Let the waiters reach the point of parking, with a different delay every round.
+    std::this_thread::sleep_for(std::chrono::microseconds(round % 7 * 50));
+    q.close();
+    const bool all = async_test::eventually_equal([&] { return returned.load(); }, waiters,
+                                                  std::chrono::milliseconds(10000));
+    if (!all) {
+      std::fprintf(stderr,
+                   "FAILED: round %zu (%s, capacity %zu): %zu of %zu waiters returned "
+                   "after close()\n",
+                   round, full ? "full" : "empty", capacity, returned.load(), waiters);
+      std::abort(); // the waiters still use q: nothing can be unwound
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    REQUIRE(wrong.load() == 0);
+  }
+}
+
+TEST_CASE("close wakes every blocked caller, round after round", "[bounded_queue][stress]") {
+  const std::size_t rounds = async_test::scaled(400, 40);
+  for (std::size_t capacity : {1, 2, 3}) {
+    close_wakes_everyone<async::bounded_traits>(capacity, rounds);
+    close_wakes_everyone<no_spin_traits>(capacity, rounds);
   }
 }
