@@ -311,6 +311,10 @@ public:
           ASYNC_PERTURB();
           if (ASYNC_LIKELY(publish(s))) {
             ++in;
+            // Wake a parked consumer now, not when the call returns: the rest of the input
+            // may take long to read, or wait on that very consumer. Costs a load of the
+            // waiter count (a line that stays shared) while nobody is parked.
+            notify();
             if (from_range) {
               ++first;
             }
@@ -331,9 +335,6 @@ public:
         // A constructor threw (without NOEXCEPT_CHECK) or memory ran out: the elements before
         // are in; void what is left of the round (locating its segment if need be), report.
         void_slots(i, unsettled, t0 + left);
-        if (in > 0) {
-          notify();
-        }
         throw;
       }
       if (k == left) {
@@ -341,9 +342,6 @@ public:
       } else {
         left -= k;
       }
-    }
-    if (in > 0) {
-      notify();
     }
     return in;
   }

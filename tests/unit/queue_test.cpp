@@ -766,3 +766,56 @@ TEST_CASE("queue: a constructor that throws after its slot was skipped settles t
   }
   CHECK(slow_thrower::alive() == 0);
 }
+
+namespace {
+
+// An input iterator whose second element can only be read once the consumer has received the
+// first: bulk_enqueue must make the first element visible, and wake its parked consumer, while
+// it is still reading the range.
+struct waits_for_consumer {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = int;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const int*;
+  using reference = int;
+
+  std::atomic<int>* received;
+  std::atomic<bool>* gave_up;
+  int position;
+
+  int operator*() const {
+    if (position == 1 && !async_test::eventually_equal([this] { return received->load(); }, 1,
+                                                       std::chrono::milliseconds(5000))) {
+      gave_up->store(true);
+    }
+    return position;
+  }
+  waits_for_consumer& operator++() {
+    ++position;
+    return *this;
+  }
+};
+
+} // namespace
+
+TEST_CASE("queue: bulk_enqueue wakes a parked consumer as soon as an element is in", "[queue]") {
+  queue<int> q;
+  std::atomic<int> received{0};
+  std::atomic<bool> gave_up{false};
+  int first = -1;
+  std::thread consumer([&] {
+    if (q.blocking_dequeue(first)) {
+      received = 1;
+    }
+  });
+  std::this_thread::sleep_for(50ms); // let the consumer park
+  CHECK(q.bulk_enqueue(waits_for_consumer{&received, &gave_up, 0}, 3) == 3);
+  consumer.join();
+  CHECK_FALSE(gave_up.load()); // the old code woke it only when the call returned
+  CHECK(first == 0);
+  int out = -1;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 1);
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 2);
+}
