@@ -97,8 +97,13 @@ struct traits {
 ///     at every consumer. Every element is dequeued exactly once, or destroyed by ~queue.
 ///   - Happens-before: what a producer did before enqueueing an element happens before what
 ///     the consumer that dequeues it does afterwards.
-///   - Progress: enqueue, dequeue and the bulk calls are lock-free (a stalled thread never
-///     stops the others). blocking_dequeue and dequeue_for park on an empty queue.
+///   - Progress: enqueue and bulk_enqueue are lock-free and finish in a bounded number of
+///     steps of their own, whatever T's moves cost: an element whose slot a consumer skipped
+///     (its producer was slower than the consumer's spin budget) is moved to a later slot that
+///     its producer claims first, and no consumer skips a claimed slot. dequeue and
+///     bulk_dequeue are lock-free except at such a claimed slot, where the one consumer holding
+///     that ticket waits for the move of that one element; a stalled producer delays no other
+///     consumer and no other element. blocking_dequeue and dequeue_for park on an empty queue.
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (4 + sizeof(T) rounded up to alignof(T)); per node SEGMENT_SIZE
@@ -294,9 +299,20 @@ public:
           const bool from_range = !carry.engaged();
           if (!from_range) {
             unsettled = t + 1;
-            if (!construct_carried(i, s, carry)) {
+            const carried placed = place_carried(i, s, carry);
+            if (placed == carried::lost) {
               continue; // NOEXCEPT_CHECK: the move threw, that element is lost, its slot void
             }
+            if (placed == carried::skipped) {
+              // Skipped before we could claim it (nothing was moved): as below, the element
+              // and the rest of the round go to a new round.
+              void_slots(i, t + 1, t0 + left);
+              unsettled = t0 + left;
+              break;
+            }
+            ++in;
+            notify();
+            continue;
           } else {
             using nothrow = std::is_nothrow_constructible<T, decltype(*first)>;
             auto&& source = *first;
@@ -522,10 +538,15 @@ private:
   // the node is reset before reuse); empty -> skipped (consumer, the producer has not
   // published) -> the producer moves its element elsewhere; empty -> void (producer: its
   // constructor threw or its bulk round was cut short) -> the consumer passes.
+  // empty -> writing (a producer whose element was skipped once claims its next slot before it
+  // moves the element in) -> full, or void if the move throws. A consumer never skips a
+  // writing slot: it waits for the move. So an element that is slow to move is skipped at most
+  // once, instead of being moved from ticket to ticket for as long as a consumer polls.
   static constexpr std::uint32_t slot_empty = 0;
   static constexpr std::uint32_t slot_full = 1;
   static constexpr std::uint32_t slot_skipped = 2;
   static constexpr std::uint32_t slot_void = 3;
+  static constexpr std::uint32_t slot_writing = 4;
 
   struct slot {
     // Written by the producer of its ticket (publish or void) and by its consumer (skip).
@@ -994,34 +1015,50 @@ private:
       }
       ASYNC_PERTURB();
       const std::uint32_t j = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
-      slot& next = slot_of(j, t);
-      if (!construct_carried(j, next, carry)) {
-        return false;
-      }
-      ASYNC_PERTURB();
-      if (publish(next)) {
+      switch (place_carried(j, slot_of(j, t), carry)) {
+      case carried::placed:
         notify();
         return true;
+      case carried::lost:
+        return false;
+      case carried::skipped:
+        break; // nothing was moved: try the next ticket
       }
-      hand_back(j, next, carry);
     }
   }
 
-  // Moves the carried element into slot s. If the move throws, the slot is voided, the element
-  // is destroyed, and the exception propagates (without NOEXCEPT_CHECK) or false is returned.
-  bool construct_carried(std::uint32_t i, slot& s, manual_value& carry) {
+  enum class carried { placed, skipped, lost };
+
+  // Places the carried element in slot s of node i and publishes it: claims the slot first
+  // (empty -> writing), so that no consumer can skip it while the element moves in. Returns
+  // skipped, having moved nothing and left the slot (finished), when its consumer skipped it
+  // before the claim. If the move throws, the slot is voided, the element is destroyed, and the
+  // exception propagates (without NOEXCEPT_CHECK) or lost is returned.
+  carried place_carried(std::uint32_t i, slot& s, manual_value& carry) {
+    std::uint32_t expected = slot_empty;
+    // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
+    // published by the claim, the release comes with the element).
+    if (!s.state.compare_exchange_strong(expected, slot_writing, std::memory_order_acquire,
+                                         std::memory_order_acquire)) {
+      finish_slot(i); // skipped: its consumer has left, we are the last party
+      return carried::skipped;
+    }
+    ASYNC_PERTURB();
     try {
       ::new (static_cast<void*>(s.storage)) T(std::move(carry.get()));
     } catch (...) {
-      void_slot(i, s);
+      // release: the consumer waiting on the claim sees that nothing is there.
+      s.state.store(slot_void, std::memory_order_release);
       carry.reset();
       if (noexcept_check) {
-        return false;
+        return carried::lost;
       }
       throw;
     }
     carry.reset();
-    return true;
+    // (P2) seq_cst: publishes the element, as (P1); only this producer writes a claimed slot.
+    s.state.store(slot_full, std::memory_order_seq_cst);
+    return carried::placed;
   }
 
   // ---- consumer helpers -----------------------------------------------------------------------
@@ -1076,6 +1113,17 @@ private:
           return false; // the producer (if one ever comes) is the last to leave
         }
       }
+    }
+    if (ASYNC_UNLIKELY(state == slot_writing)) {
+      // A producer claimed the slot for an element it is moving in: wait for the move.
+      detail::backoff active(spin_budget, ~0u, std::chrono::hours(1));
+      do {
+        if (!active.wait()) {
+          std::this_thread::yield();
+        }
+        // (T2) seq_cst: pairs with (P2), or with the release that voids the slot.
+        state = s.state.load(std::memory_order_seq_cst);
+      } while (state == slot_writing);
     }
     if (state == slot_void) {
       finish_slot(i);
