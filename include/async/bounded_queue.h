@@ -6,6 +6,7 @@
 
 #include "detail/cache.h"
 #include "detail/perturb.h"
+#include "detail/relocate.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
 
@@ -630,7 +631,7 @@ private:
         q->release_slot(s, h);
       }
     } done{this, s, h};
-    out = std::move(*s.item());
+    detail::assign_relocated(out, *s.item());
   }
 
   // Spins, then parks on `word` until ready(word) holds, interrupted() holds, or the deadline

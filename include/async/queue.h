@@ -7,6 +7,7 @@
 #include "detail/cache.h"
 #include "detail/node_storage.h"
 #include "detail/perturb.h"
+#include "detail/relocate.h"
 #include "detail/tagged_index.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
@@ -88,8 +89,9 @@ struct traits {
 /// number tells the thread whether the node still is the one it wanted).
 ///
 /// Template parameters:
-///   T       the element type: nothrow-destructible, move-constructible, and constructible from
-///           the arguments given to enqueue; move-only and throwing constructors are fine.
+///   T       the element type: nothrow-destructible, move- or copy-constructible, and
+///           constructible from the arguments given to enqueue; move-only, copy-only (its move
+///           deleted: it is copied where others are moved) and throwing constructors are fine.
 ///   Traits  async::traits or a struct with some of the same members.
 ///
 /// Guarantees:
@@ -124,9 +126,9 @@ template <typename T, typename Traits = traits>
 class queue {
   static_assert(std::is_nothrow_destructible<T>::value,
                 "async::queue<T>: T must be nothrow destructible.");
-  static_assert(std::is_move_constructible<T>::value,
-                "async::queue<T>: T must be move constructible (a producer whose slot was "
-                "skipped moves its element to a later slot).");
+  static_assert(std::is_move_constructible<T>::value || std::is_copy_constructible<T>::value,
+                "async::queue<T>: T must be move or copy constructible (a producer whose slot "
+                "was skipped moves its element to a later slot; a copy-only T is copied).");
   static_assert(!std::is_reference<T>::value && !std::is_array<T>::value,
                 "async::queue<T>: T must be an object type (not a reference or an array).");
 
@@ -386,7 +388,8 @@ public:
       ASYNC_PERTURB();
       const std::uint32_t i = locate_for_consumer(hint, mine / segment_size);
       finish_batch finished{this};
-      if (take(i, slot_of(i, mine), mine, finished, [&out](T& v) { out = std::move(v); })) {
+      if (take(i, slot_of(i, mine), mine, finished,
+               [&out](T& v) { detail::assign_relocated(out, v); })) {
         return true;
       }
     }
@@ -424,7 +427,7 @@ public:
                                     mine / segment_size);
           }
           if (take(i, slot_of(i, mine), mine, finished, [&out](T& v) {
-                *out = std::move(v);
+                detail::assign_relocated(*out, v);
                 ++out;
               })) {
             ++got;
@@ -976,7 +979,7 @@ private:
     T& get() noexcept { return *value; }
     void take_from(T& from) {
       reset();
-      value = ::new (static_cast<void*>(storage)) T(std::move(from));
+      value = detail::construct_relocated(static_cast<void*>(storage), from);
     }
     void reset() noexcept {
       if (value != nullptr) {
@@ -1045,7 +1048,7 @@ private:
     }
     ASYNC_PERTURB();
     try {
-      ::new (static_cast<void*>(s.storage)) T(std::move(carry.get()));
+      detail::construct_relocated(static_cast<void*>(s.storage), carry.get());
     } catch (...) {
       // release: the consumer waiting on the claim sees that nothing is there.
       s.state.store(slot_void, std::memory_order_release);

@@ -460,3 +460,32 @@ TEST_CASE("tickets cross 2^64 without losing order", "[bounded_queue]") {
     CHECK(next == 10 * cap + 20);
   }
 }
+
+namespace {
+
+struct copy_only {
+  copy_only() = default;
+  explicit copy_only(int v) : value(v) {}
+  copy_only(const copy_only&) = default;
+  copy_only(copy_only&&) = delete;
+  copy_only& operator=(const copy_only&) = default;
+  copy_only& operator=(copy_only&&) = delete;
+  int value = 0;
+};
+
+} // namespace
+
+TEST_CASE("copy-only elements (moves deleted) go through every call", "[bounded_queue]") {
+  bounded_queue<copy_only> q(3);
+  const copy_only a(1);
+  REQUIRE(q.enqueue(a));
+  REQUIRE(q.blocking_enqueue(a));
+  REQUIRE(q.enqueue_for(a, 1ms));
+  CHECK_FALSE(q.enqueue(a)); // full
+  copy_only out;
+  REQUIRE(q.dequeue(out));
+  REQUIRE(q.blocking_dequeue(out));
+  REQUIRE(q.dequeue_for(out, 1ms));
+  CHECK(out.value == 1);
+  CHECK_FALSE(q.dequeue(out));
+}

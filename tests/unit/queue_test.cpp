@@ -842,18 +842,18 @@ struct slow_mover {
 
 } // namespace
 
-TEST_CASE("queue: a producer of elements slow to move completes while a consumer polls",
-          "[queue]") {
+template <typename Slow>
+void check_slow_elements_go_through() {
   // Each skipped relocation used to take a new ticket and move the element again, and the
   // polling consumer skipped it again (0 or 1 enqueue in 2 s with 20 us moves, reported by a
   // review). A skipped element's next slot
   // is now claimed before the move, and no consumer skips a claimed slot.
-  queue<slow_mover> q;
+  queue<Slow> q;
   std::atomic<bool> stop{false};
   std::atomic<int> received{0};
   std::atomic<int> disorder{0};
   std::thread consumer([&] {
-    slow_mover v;
+    Slow v;
     int expect = 0;
     while (!stop.load()) {
       if (q.dequeue(v)) {
@@ -868,7 +868,7 @@ TEST_CASE("queue: a producer of elements slow to move completes while a consumer
   std::atomic<int> sent{0};
   std::thread producer([&] {
     for (int k = 0; k < 50; ++k) {
-      const slow_mover m(k);
+      const Slow m(k);
       q.enqueue(m);
       sent.fetch_add(1);
     }
@@ -884,4 +884,65 @@ TEST_CASE("queue: a producer of elements slow to move completes while a consumer
   producer.join();
   consumer.join();
   CHECK(disorder.load() == 0);
+}
+
+namespace {
+
+// Copy-only: its moves are deleted, so the queue must copy where it would move.
+struct slow_copy_only {
+  slow_copy_only() = default;
+  explicit slow_copy_only(int v) : value(v) {}
+  slow_copy_only(const slow_copy_only& o) : value(o.value) { slow_mover::busy_1ms(); }
+  slow_copy_only(slow_copy_only&&) = delete;
+  slow_copy_only& operator=(const slow_copy_only& o) {
+    value = o.value;
+    return *this;
+  }
+  slow_copy_only& operator=(slow_copy_only&&) = delete;
+  int value = 0;
+};
+
+} // namespace
+
+TEST_CASE("queue: a producer of elements slow to move completes while a consumer polls",
+          "[queue]") {
+  check_slow_elements_go_through<slow_mover>();
+  check_slow_elements_go_through<slow_copy_only>(); // relocated by copy
+}
+
+namespace {
+
+struct copy_only {
+  copy_only() = default;
+  explicit copy_only(int v) : value(v) {}
+  copy_only(const copy_only&) = default;
+  copy_only(copy_only&&) = delete;
+  copy_only& operator=(const copy_only&) = default;
+  copy_only& operator=(copy_only&&) = delete;
+  int value = 0;
+};
+
+} // namespace
+
+TEST_CASE("queue: copy-only elements (moves deleted) go through every call", "[queue]") {
+  queue<copy_only, tiny_traits> q;
+  const copy_only a(1);
+  REQUIRE(q.enqueue(a));
+  REQUIRE(q.enqueue(2)); // emplaced
+  std::vector<copy_only> in;
+  for (int k = 3; k < 20; ++k) {
+    in.emplace_back(k);
+  }
+  REQUIRE(q.bulk_enqueue(in.begin(), in.size()) == in.size());
+  copy_only out;
+  REQUIRE(q.dequeue(out));
+  CHECK(out.value == 1);
+  std::vector<copy_only> got;
+  CHECK(q.bulk_dequeue(std::back_inserter(got), 5) == 5);
+  copy_only arr[20];
+  const std::size_t n = q.bulk_dequeue(arr, 20);
+  REQUIRE(n == 13);
+  CHECK(got.front().value == 2);
+  CHECK(arr[n - 1].value == 19);
+  CHECK(q.dequeue_for(out, 1ms) == false);
 }
