@@ -61,10 +61,13 @@ struct traits {
 
   /// A link is one 64-bit word: a node index of INDEX_BITS bits and a tag of TAG_BITS bits
   /// (INDEX_BITS + TAG_BITS <= 64, each at most 32). The tag of a link is the low bits of the
-  /// segment number of the node it names, and the free list counts its changes in its tag, so
-  /// a CAS that succeeds proves that the node was not recycled in between, unless exactly a
-  /// multiple of 2^TAG_BITS recyclings happened while one thread was stalled inside a few
-  /// instructions. Tests use small tags to exercise the wrap; keep 32 in production.
+  /// segment number it names; the free list's tag counts its pushes and pops. A stale CAS on
+  /// the free list could succeed only if a multiple of 2^TAG_BITS pushes and pops happened
+  /// while one thread stalled between its read and its CAS; a stale "no next node" link could
+  /// be mistaken only for one of a segment whose number differs by a multiple of 2^TAG_BITS
+  /// (that many segments, SEGMENT_SIZE x 2^TAG_BITS elements, passing during one stall), and
+  /// the appender re-checks the node's 64-bit id after its CAS anyway. Tests use small tags to
+  /// exercise the wrap; keep 32 in production.
   static constexpr unsigned INDEX_BITS = 32;
   static constexpr unsigned TAG_BITS = 32;
 
