@@ -107,7 +107,7 @@ public:
     for (auto& w : active_) {
       w->thread.join();
     }
-    join_retired();
+    join_retired(true);
   }
 
   // ---- submitting ---------------------------------------------------------------------------
@@ -145,16 +145,23 @@ public:
   // ---- resizing -----------------------------------------------------------------------------
 
   /// Sets the number of workers to n. Growing starts threads before returning; shrinking marks
-  /// workers to retire after their current task and joins those that have stopped (a worker
-  /// that calls this to retire itself is joined later). Thread-safe (may block briefly).
+  /// workers to retire after their current task and never waits for a running task: it joins
+  /// only retirees whose threads have already finished; the others are joined by a later
+  /// configurepool or by the destructor. (So no thread ever joins a thread that could be
+  /// joining it, and a worker never joins itself; every thread is joined, none detached.)
+  /// May be called from any thread, tasks of this pool included, and concurrently.
+  /// Thread-safe (takes the pool's lock briefly).
   void configurepool(std::size_t n) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (active_.size() < n) {
         std::unique_ptr<worker> w(new worker);
         worker* raw = w.get();
-        active_.push_back(std::move(w));
+        active_.reserve(active_.size() + 1); // so that push_back cannot throw after the start
+        // Started before it joins the active set: if std::thread throws, nothing is left behind.
+        // (The new thread waits for mutex_, held here, before it looks at the pool.)
         raw->thread = std::thread([this, raw] { work(*raw); });
+        active_.push_back(std::move(w));
       }
       while (active_.size() > n) {
         active_.back()->retire.store(true, std::memory_order_relaxed);
@@ -163,8 +170,11 @@ public:
       }
       size_.store(active_.size(), std::memory_order_relaxed);
       work_cv_.notify_all(); // parked retirees wake up and leave
+      if (active_.empty()) {
+        idle_cv_.notify_all(); // a waiting destructor now runs what is queued itself
+      }
     }
-    join_retired();
+    join_retired(false);
   }
 
   /// The number of workers (after the last configurepool). Thread-safe.
@@ -253,6 +263,9 @@ private:
     std::mutex mutex;                // guards local
     std::deque<detail::task> local;  // tasks posted by this worker's tasks
     std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
+    // Set by the worker's thread as the last thing it does (under the pool's mutex_): from then
+    // on joining it waits for nothing but the thread's exit.
+    bool finished = false;
   };
 
   static threadpool*& current_pool() noexcept {
@@ -304,6 +317,9 @@ private:
     if (idle_.load(std::memory_order_relaxed) > 0) {
       work_cv_.notify_one(); // under the lock: the parked worker cannot miss it
     }
+    if (active_.empty()) {
+      idle_cv_.notify_all(); // a destructor waiting on a pool with no worker runs it
+    }
   }
 
   // Runs a task found after (or instead of) waiting, and re-arms the active wait.
@@ -354,6 +370,10 @@ private:
     detail::task t;
     detail::backoff active(pause_spins, yield_spins, std::chrono::microseconds(50));
     bool spinning = true;
+    // Declared outside the loop: the `break` that retires the worker leaves it locked for the
+    // hand-off below (a lock scoped to the loop body was released by that break, and the
+    // hand-off then raced with every submit).
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_, before parking.
@@ -375,9 +395,9 @@ private:
           continue;
         }
       }
-      std::unique_lock<std::mutex> lock(mutex_);
+      lock.lock();
       if (self.retire.load(std::memory_order_relaxed)) {
-        break;
+        break; // with mutex_ held
       }
       if (!injection_.empty()) {
         t = std::move(injection_.front());
@@ -393,6 +413,7 @@ private:
         continue;
       }
       if (spinning) {
+        lock.unlock();
         continue; // spin on until the budget is spent (queued_ was stale)
       }
       // Park. (S2) seq_cst: count ourselves as a sleeper, then look at the local queues once
@@ -408,6 +429,7 @@ private:
       work_cv_.wait(lock);
       idle_.fetch_sub(1, std::memory_order_relaxed);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      lock.unlock();
       active.reset();
       spinning = true;
     }
@@ -426,15 +448,18 @@ private:
       work_cv_.notify_all();
       idle_cv_.notify_all();
     }
+    self.finished = true; // under mutex_: a joiner that sees it waits only for the exit
   }
 
   // Joins the retired workers whose threads are not the calling thread.
-  void join_retired() {
+  // Joins the retirees whose threads have finished (all of them when `all`: the destructor,
+  // which no worker runs).
+  void join_retired(bool all) {
     std::vector<std::unique_ptr<worker>> to_join;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = retiring_.begin(); it != retiring_.end();) {
-        if ((*it)->thread.get_id() != std::this_thread::get_id()) {
+        if ((all || (*it)->finished) && (*it)->thread.get_id() != std::this_thread::get_id()) {
           to_join.push_back(std::move(*it));
           it = retiring_.erase(it);
         } else {

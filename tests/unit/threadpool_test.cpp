@@ -10,6 +10,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
@@ -395,4 +397,129 @@ TEST_CASE("an idle pool burns no CPU", "[threadpool]") {
   INFO("CPU " << cpu << " s over " << wall << " s with 4 idle workers");
   CHECK(cpu < 0.1 * wall); // one spinning worker alone would show ~1.0 * wall
   CHECK(pool.idlesize() == 4);
+}
+
+namespace {
+
+// Waits up to `limit` for `done()`; if it never comes, the pool's threads may be stuck for good
+// (or the heap corrupted), so report and end the test binary: nothing can be unwound safely.
+template <typename Done>
+void await_or_abort(Done done, const char* what, std::chrono::milliseconds limit = 20000ms) {
+  if (!async_test::eventually_equal([&] { return done(); }, true, limit)) {
+    std::fprintf(stderr, "FAILED: %s did not finish in %lld ms\n", what,
+                 static_cast<long long>(limit.count()));
+    std::abort();
+  }
+}
+
+} // namespace
+
+TEST_CASE("resizing while tasks post tasks loses and corrupts nothing", "[threadpool]") {
+  // A retiring worker used to hand its queued tasks over without the pool's lock (the lock of
+  // its loop ended with the loop), racing with every submit: crashes, `free(): invalid size`,
+  // lost tasks. Here an outside thread and the tasks themselves resize all the time while every
+  // task posts 8 children.
+  for (int rep = 0; rep < 5; ++rep) {
+    threadpool pool(2);
+    std::atomic<int> ran{0};
+    std::atomic<bool> stop{false};
+    const int roots = static_cast<int>(async_test::scaled(300, 50));
+    const int total = roots * 9;
+    std::thread resizer([&] {
+      for (std::size_t i = 0; !stop.load(); ++i) {
+        pool.configurepool(1 + i % 3);
+        std::this_thread::yield();
+      }
+    });
+    for (int r = 0; r < roots; ++r) {
+      pool.execute([&pool, &ran, r] {
+        for (int c = 0; c < 8; ++c) {
+          pool.execute([&ran] { ran.fetch_add(1); });
+        }
+        if (r % 16 == 5) {
+          pool.configurepool(1 + static_cast<std::size_t>(r) % 3); // from inside a task
+        }
+        ran.fetch_add(1);
+      });
+    }
+    await_or_abort([&] { return ran.load() == total; }, "a resize storm with tasks posting tasks");
+    stop = true;
+    resizer.join();
+    CHECK(ran.load() == total);
+  }
+}
+
+TEST_CASE("two tasks shrinking the pool to 0 at once do not join each other", "[threadpool]") {
+  // Each retiring worker used to join the other: a deadlock, every time.
+  for (int rep = 0; rep < 20; ++rep) {
+    std::atomic<int> done{0};
+    {
+      threadpool pool(2);
+      std::atomic<int> arrived{0};
+      for (int k = 0; k < 2; ++k) {
+        pool.execute([&] {
+          arrived.fetch_add(1);
+          while (arrived.load() < 2) {
+            std::this_thread::yield();
+          }
+          pool.configurepool(0);
+          done.fetch_add(1);
+        });
+      }
+      await_or_abort([&] { return done.load() == 2; }, "two in-task configurepool(0) calls");
+      pool.configurepool(2); // and the pool still works
+      CHECK(pool.post([] { return 7; }).get() == 7);
+    }
+    CHECK(done.load() == 2);
+  }
+}
+
+TEST_CASE("configurepool never waits for a running task", "[threadpool]") {
+  // Shrinking used to join every retiree, so it waited for their current tasks: a task waiting
+  // for something its caller does after configurepool returns deadlocked.
+  threadpool pool(2);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  for (int k = 0; k < 2; ++k) {
+    pool.execute([&started, released] {
+      started.fetch_add(1);
+      released.wait();
+    });
+  }
+  await_or_abort([&] { return started.load() == 2; }, "two blocking tasks starting");
+  std::atomic<bool> shrunk{false};
+  std::thread shrinker([&] {
+    pool.configurepool(0);
+    shrunk = true;
+  });
+  await_or_abort([&] { return shrunk.load(); }, "configurepool(0) with two running tasks");
+  release.set_value();
+  shrinker.join();
+  pool.configurepool(1);
+  CHECK(pool.post([] { return 3; }).get() == 3);
+}
+
+TEST_CASE("the destructor finishes when a task shrinks the pool to 0 meanwhile", "[threadpool]") {
+  // Nothing used to wake the destructor when "no worker, but queued tasks" became true.
+  for (int rep = 0; rep < 10; ++rep) {
+    std::atomic<int> ran{0};
+    std::atomic<bool> destroyed{false};
+    std::thread owner([&] {
+      threadpool pool(1);
+      pool.execute([&] {
+        std::this_thread::sleep_for(5ms); // the destructor is waiting by now
+        pool.configurepool(0);
+        ran.fetch_add(1);
+      });
+      pool.execute([&] { ran.fetch_add(1); }); // queued behind: the destructor must run it
+    });
+    std::thread watcher([&] {
+      owner.join();
+      destroyed = true;
+    });
+    await_or_abort([&] { return destroyed.load(); }, "the destructor of a pool shrunk to 0");
+    watcher.join();
+    CHECK(ran.load() == 2);
+  }
 }
