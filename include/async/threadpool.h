@@ -136,7 +136,9 @@ public:
   }
 
   /// Sets what receives an exception escaping a task given to execute(). The handler runs on the
-  /// worker thread. An empty handler restores the default, std::terminate. Thread-safe.
+  /// worker thread. An empty handler restores the default, std::terminate. A handler that
+  /// throws ends the program through std::terminate (its exception has nowhere left to go).
+  /// Thread-safe.
   void set_exception_handler(exception_handler handler) {
     std::lock_guard<std::mutex> lock(mutex_);
     handler_ = std::make_shared<exception_handler>(std::move(handler));
