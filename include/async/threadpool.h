@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -196,6 +197,60 @@ public:
     idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   }
 
+  /// Like wait_idle(), for at most `timeout`: true when the pool became idle in time, false on
+  /// timeout. Any duration works: duration::max() (of any unit) waits for as long as it takes,
+  /// without overflowing; zero or negative only looks. Throws std::logic_error from a task of
+  /// this pool. Thread-safe (blocks).
+  template <typename Rep, typename Period>
+  bool wait_idle_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return wait_idle_until_deadline(detail::deadline_after(timeout));
+  }
+
+  /// Like wait_idle_for, until the time point `until` of any clock.
+  template <typename Clock, typename Duration>
+  bool wait_idle_until(const std::chrono::time_point<Clock, Duration>& until) {
+    return wait_idle_for(until - Clock::now());
+  }
+
+  /// Discards the tasks queued at this moment, without running them, and returns how many:
+  /// the future of each discarded post() reports std::future_error (broken_promise), each
+  /// discarded execute() task is destroyed. Running tasks are never touched, and neither is the
+  /// one task that each running task may have waiting in its worker's "next" slot (its first
+  /// post, which runs right after it on the same thread). Thread-safe.
+  std::size_t cancel_pending() {
+    std::vector<detail::task> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& t : injection_) {
+        dropped.push_back(std::move(t));
+      }
+      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
+      injection_.clear();
+      auto drain = [&dropped](worker& w) {
+        std::lock_guard<std::mutex> local_lock(w.mutex);
+        for (auto& t : w.local) {
+          dropped.push_back(std::move(t));
+        }
+        w.local.clear();
+      };
+      for (auto& w : active_) {
+        drain(*w);
+      }
+      for (auto& w : retiring_) {
+        drain(*w);
+      }
+    }
+    // Destroyed outside the locks (their captures' destructors may use the pool), and counted
+    // as finished only then, as run() does.
+    const std::size_t n = dropped.size();
+    dropped.clear();
+    if (n != 0 && pending_.fetch_sub(n, std::memory_order_acq_rel) == n) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_cv_.notify_all();
+    }
+    return n;
+  }
+
   /// The default size: the hardware thread count, at least 1.
   static int default_size() noexcept {
     const unsigned n = std::thread::hardware_concurrency();
@@ -351,6 +406,19 @@ private:
   }
 
   // Called with mutex_ held.
+  bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
+    if (current_pool() == this) {
+      throw std::logic_error("async::threadpool::wait_idle_for called from one of its own tasks");
+    }
+    const auto idle = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (deadline == detail::no_deadline()) {
+      idle_cv_.wait(lock, idle); // wait_until(max) overflows inside some standard libraries
+      return true;
+    }
+    return idle_cv_.wait_until(lock, deadline, idle);
+  }
+
   bool steal(worker& self, detail::task& out) {
     for (auto& w : active_) {
       if (w.get() == &self) {

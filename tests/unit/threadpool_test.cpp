@@ -523,3 +523,76 @@ TEST_CASE("the destructor finishes when a task shrinks the pool to 0 meanwhile",
     CHECK(ran.load() == 2);
   }
 }
+
+TEST_CASE("cancel_pending discards queued tasks, never a running one", "[threadpool]") {
+  threadpool pool(0); // paused: everything posted stays queued
+  std::vector<std::future<int>> futures;
+  for (int k = 0; k < 10; ++k) {
+    futures.push_back(pool.post([k] { return k; }));
+  }
+  auto witness = std::make_shared<int>(0);
+  std::atomic<int> ran{0};
+  for (int k = 0; k < 5; ++k) {
+    pool.execute([witness, &ran] { ran.fetch_add(1); });
+  }
+  CHECK(witness.use_count() == 6);
+  CHECK(pool.cancel_pending() == 15);
+  CHECK(witness.use_count() == 1); // the execute() tasks were destroyed
+  for (auto& f : futures) {
+    try {
+      f.get();
+      FAIL("a cancelled post() delivered a value");
+    } catch (const std::future_error& e) {
+      CHECK(e.code() == std::future_errc::broken_promise);
+    }
+  }
+  CHECK(pool.cancel_pending() == 0);
+  CHECK(pool.wait_idle_for(0ms)); // nothing pending any more
+
+  // A running task is never touched.
+  pool.configurepool(1);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  std::atomic<bool> started{false};
+  auto running = pool.post([go, &started] {
+    started = true;
+    go.wait();
+    return 42;
+  });
+  while (!started.load()) {
+    std::this_thread::yield();
+  }
+  auto queued = pool.post([] { return 1; });
+  CHECK(pool.cancel_pending() == 1);
+  release.set_value();
+  CHECK(running.get() == 42);
+  CHECK_THROWS_AS(queued.get(), std::future_error);
+  CHECK(ran.load() == 0);
+}
+
+TEST_CASE("wait_idle_for times out, waits, and takes duration::max()", "[threadpool]") {
+  threadpool pool(1);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  pool.execute([go] { go.wait(); });
+  CHECK_FALSE(pool.wait_idle_for(20ms));
+  CHECK_FALSE(pool.wait_idle_until(std::chrono::system_clock::now() + 10ms));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.set_value();
+  });
+  CHECK(pool.wait_idle_for(std::chrono::hours::max())); // waits, does not overflow
+  releaser.join();
+  CHECK(pool.wait_idle_for(std::chrono::nanoseconds::max()));
+  CHECK(pool.wait_idle_for(-1s));
+  std::atomic<bool> threw{false};
+  pool.post([&] {
+        try {
+          pool.wait_idle_for(1s);
+        } catch (const std::logic_error&) {
+          threw = true;
+        }
+      })
+      .get();
+  CHECK(threw.load());
+}
