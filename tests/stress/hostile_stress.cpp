@@ -35,27 +35,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint64_t soak_seed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("ASYNC_SOAK_SEED");
-    const std::uint64_t s = env != nullptr && *env != '\0'
-                                ? static_cast<std::uint64_t>(std::strtoull(env, nullptr, 0))
-                                : static_cast<std::uint64_t>(
-                                      std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("hostile stress: seed %llu (ASYNC_SOAK_SEED=<seed> replays the call mix)\n",
-                static_cast<unsigned long long>(s));
-    std::fflush(stdout);
-    return s;
-  }();
-  return seed;
-}
+std::uint64_t soak_seed() { return async_test::soak_seed("hostile stress"); }
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using async_test::mix;
 
 void busy(std::chrono::microseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;

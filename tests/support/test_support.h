@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -123,6 +124,42 @@ inline double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// Copy-only: its moves are deleted, so a queue must copy where it would move.
+struct copy_only {
+  copy_only() = default;
+  explicit copy_only(int v) : value(v) {}
+  copy_only(const copy_only&) = default;
+  copy_only(copy_only&&) = delete;
+  copy_only& operator=(const copy_only&) = default;
+  copy_only& operator=(copy_only&&) = delete;
+  int value = 0;
+};
+
+/// The seed of a randomized stress run: ASYNC_SOAK_SEED from the environment, or one drawn
+/// from the clock; printed (with `what`) the first time, so that a failing run can be replayed.
+inline std::uint64_t soak_seed(const char* what) {
+  static const std::uint64_t seed = [what] {
+    const char* env = std::getenv("ASYNC_SOAK_SEED");
+    const std::uint64_t s = env != nullptr && *env != '\0'
+                                ? static_cast<std::uint64_t>(std::strtoull(env, nullptr, 0))
+                                : static_cast<std::uint64_t>(
+                                      std::chrono::steady_clock::now().time_since_epoch().count());
+    std::printf("%s: seed %llu (ASYNC_SOAK_SEED=<seed> replays it)\n", what,
+                static_cast<unsigned long long>(s));
+    std::fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+/// splitmix64's finalizer: a well-mixed 64-bit value from any input (seed ^ index, ...).
+inline std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 } // namespace async_test

@@ -461,19 +461,7 @@ TEST_CASE("tickets cross 2^64 without losing order", "[bounded_queue]") {
   }
 }
 
-namespace {
-
-struct copy_only {
-  copy_only() = default;
-  explicit copy_only(int v) : value(v) {}
-  copy_only(const copy_only&) = default;
-  copy_only(copy_only&&) = delete;
-  copy_only& operator=(const copy_only&) = default;
-  copy_only& operator=(copy_only&&) = delete;
-  int value = 0;
-};
-
-} // namespace
+using async_test::copy_only;
 
 TEST_CASE("copy-only elements (moves deleted) go through every call", "[bounded_queue]") {
   bounded_queue<copy_only> q(3);

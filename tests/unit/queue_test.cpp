@@ -910,19 +910,7 @@ TEST_CASE("queue: a producer of elements slow to move completes while a consumer
   check_slow_elements_go_through<slow_copy_only>(); // relocated by copy
 }
 
-namespace {
-
-struct copy_only {
-  copy_only() = default;
-  explicit copy_only(int v) : value(v) {}
-  copy_only(const copy_only&) = default;
-  copy_only(copy_only&&) = delete;
-  copy_only& operator=(const copy_only&) = default;
-  copy_only& operator=(copy_only&&) = delete;
-  int value = 0;
-};
-
-} // namespace
+using async_test::copy_only;
 
 TEST_CASE("queue: copy-only elements (moves deleted) go through every call", "[queue]") {
   queue<copy_only, tiny_traits> q;
