@@ -4,6 +4,7 @@
 
 #include "detail/config.h"
 
+#include "detail/perturb.h"
 #include "detail/task.h"
 #include "detail/wait.h"
 
@@ -177,6 +178,7 @@ public:
         idle_cv_.notify_all(); // a waiting destructor now runs what is queued itself
       }
     }
+    ASYNC_PERTURB(); // resized, retirees not yet joined
     join_retired(false);
   }
 
@@ -349,6 +351,7 @@ private:
 
   void submit(detail::task&& t) {
     pending_.fetch_add(1, std::memory_order_relaxed);
+    ASYNC_PERTURB(); // counted, not yet queued
     worker* self = current_pool() == this ? current_worker() : nullptr;
     if (self != nullptr) {
       if (!self->next) {
@@ -381,6 +384,7 @@ private:
 
   // Runs a task found after (or instead of) waiting, and re-arms the active wait.
   void run_after_wait(detail::task& t, detail::backoff& active, bool& spinning) {
+    ASYNC_PERTURB(); // taken, not yet run
     active.reset();
     spinning = true;
     run(t);
@@ -388,7 +392,8 @@ private:
 
   void run(detail::task& t) {
     t();
-    t.reset(); // destroy captures before the task counts as finished
+    t.reset();       // destroy captures before the task counts as finished
+    ASYNC_PERTURB(); // finished, not yet counted
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);
       idle_cv_.notify_all();
@@ -467,7 +472,8 @@ private:
       }
       lock.lock();
       if (self.retire.load(std::memory_order_relaxed)) {
-        break; // with mutex_ held
+        ASYNC_PERTURB(); // retiring, the pool's lock held
+        break;           // with mutex_ held
       }
       if (!injection_.empty()) {
         t = std::move(injection_.front());
@@ -496,6 +502,7 @@ private:
         continue;
       }
       idle_.fetch_add(1, std::memory_order_relaxed);
+      ASYNC_PERTURB(); // about to park, the pool's lock held
       work_cv_.wait(lock);
       idle_.fetch_sub(1, std::memory_order_relaxed);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);

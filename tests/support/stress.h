@@ -9,8 +9,6 @@
 
 #include "test_support.h"
 
-#include <async/detail/perturb.h>
-
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -22,18 +20,6 @@
 #include <vector>
 
 namespace async_test {
-
-#if ASYNC_TEST_PERTURB
-// A perturbed build prints its seed first, so that a failing run can be replayed.
-struct announce_perturb_seed {
-  announce_perturb_seed() {
-    std::printf("schedule perturbation on, seed %llu (ASYNC_PERTURB_SEED=<seed> replays it)\n",
-                static_cast<unsigned long long>(async::detail::perturb_seed()));
-    std::fflush(stdout);
-  }
-};
-static const announce_perturb_seed announce_perturb_seed_once{};
-#endif
 
 enum class got { item, empty, finished };
 

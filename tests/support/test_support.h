@@ -5,6 +5,7 @@
 #define ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 
 #include <async/detail/config.h>
+#include <async/detail/perturb.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +21,18 @@
 #include <time.h>
 
 namespace async_test {
+
+#if ASYNC_TEST_PERTURB
+// A perturbed build prints its seed first, so that a failing run can be replayed.
+struct announce_perturb_seed {
+  announce_perturb_seed() {
+    std::printf("schedule perturbation on, seed %llu (ASYNC_PERTURB_SEED=<seed> replays it)\n",
+                static_cast<unsigned long long>(async::detail::perturb_seed()));
+    std::fflush(stdout);
+  }
+};
+static const announce_perturb_seed announce_perturb_seed_once{};
+#endif
 
 /// ASYNC_STRESS_SCALE from the environment (1 = full size; presets lower it under sanitizers
 /// and qemu).
