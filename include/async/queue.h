@@ -384,9 +384,9 @@ public:
       if (!looks_full(hint, h) && h >= effective_tail()) {
         return false;
       }
+      ASYNC_PERTURB();
       // (D1) seq_cst: the ticket (relaxed would do for the ticket alone; seq_cst keeps the
       // reads that follow ordered after a waiter's registration, see blocking_dequeue).
-      ASYNC_PERTURB();
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
       ASYNC_PERTURB();
       const std::uint32_t i = locate_for_consumer(hint, mine / segment_size);
@@ -774,6 +774,8 @@ private:
     // recycler named j (try_recycle names the next node before it frees the old one), so an
     // unnamed j means the link went into a recycled node. Nobody trusts a link without seeing
     // its node's id first, so nobody can reach j through it: give j back.
+    // acquire: pairs with the recycler's naming of j (acq_rel), which comes before its release
+    // of n's free id that the load above read.
     if (fresh.id.load(std::memory_order_acquire) == fresh_id) {
       push_free(j);
       return nil_after(id);
@@ -1120,16 +1122,16 @@ private:
         }
       }
     }
-    if (ASYNC_UNLIKELY(state == slot_writing)) {
-      // A producer claimed the slot for an element it is moving in: wait for the move.
-      detail::backoff active(spin_budget, ~0u, std::chrono::hours(1));
-      do {
-        if (!active.wait()) {
-          std::this_thread::yield();
-        }
-        // (T2) seq_cst: pairs with (P2), or with the release that voids the slot.
-        state = s.state.load(std::memory_order_seq_cst);
-      } while (state == slot_writing);
+    // A producer claimed the slot for an element it is moving in: wait for the move (pause,
+    // then yield; it cannot park: nobody wakes a claimed slot's waiter).
+    for (unsigned spins = 0; ASYNC_UNLIKELY(state == slot_writing); ++spins) {
+      if (spins < spin_budget) {
+        detail::cpu_pause();
+      } else {
+        std::this_thread::yield();
+      }
+      // (T2) seq_cst: pairs with (P2), or with the release that voids the slot.
+      state = s.state.load(std::memory_order_seq_cst);
     }
     if (state == slot_void) {
       finish_slot(i);

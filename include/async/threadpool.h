@@ -191,13 +191,7 @@ public:
   /// Blocks until every task posted so far (and every task they post) has finished. Calling it
   /// from a task of this pool would wait for itself: it throws std::logic_error instead.
   /// Thread-safe (blocks).
-  void wait_idle() {
-    if (current_pool() == this) {
-      throw std::logic_error("async::threadpool::wait_idle called from one of its own tasks");
-    }
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
-  }
+  void wait_idle() { wait_idle_until_deadline(detail::no_deadline()); }
 
   /// Like wait_idle(), for at most `timeout`: true when the pool became idle in time, false on
   /// timeout. Any duration works: duration::max() (of any unit) waits for as long as it takes,
@@ -413,15 +407,15 @@ private:
   // Called with mutex_ held.
   bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
     if (current_pool() == this) {
-      throw std::logic_error("async::threadpool::wait_idle_for called from one of its own tasks");
+      throw std::logic_error("async::threadpool: waiting for idleness from one of its own tasks");
     }
-    const auto idle = [this] { return pending_.load(std::memory_order_acquire) == 0; };
     std::unique_lock<std::mutex> lock(mutex_);
-    if (deadline == detail::no_deadline()) {
-      idle_cv_.wait(lock, idle); // wait_until(max) overflows inside some standard libraries
-      return true;
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      if (!detail::cv_wait_until(idle_cv_, lock, deadline)) {
+        return pending_.load(std::memory_order_acquire) == 0;
+      }
     }
-    return idle_cv_.wait_until(lock, deadline, idle);
+    return true;
   }
 
   bool steal(worker& self, detail::task& out) {

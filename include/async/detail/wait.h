@@ -66,6 +66,18 @@ wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& 
   return now + std::chrono::duration_cast<wait_clock::duration>(timeout);
 }
 
+/// cv.wait_until(lock, deadline), where no_deadline() waits without a timeout:
+/// wait_until(time_point::max()) overflows inside some standard libraries. Returns false on
+/// timeout. (Like wait_until, it may also return on a spurious wake-up.)
+inline bool cv_wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                          wait_clock::time_point deadline) {
+  if (deadline == no_deadline()) {
+    cv.wait(lock);
+    return true;
+  }
+  return cv.wait_until(lock, deadline) == std::cv_status::no_timeout;
+}
+
 /// Active waiting before a thread parks: `pauses` rounds of the pause instruction, then
 /// std::this_thread::yield() until `yields` yields or `window` of wall time have gone by,
 /// whichever comes first. Bounding the yield phase by time matters when there are more runnable
@@ -169,11 +181,7 @@ inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
   if (word->load(std::memory_order_acquire) != expected) {
     return true;
   }
-  if (deadline == nullptr || *deadline == no_deadline()) {
-    b.cv.wait(lock); // wait_until(time_point::max()) overflows inside some standard libraries
-    return true;
-  }
-  return b.cv.wait_until(lock, *deadline) == std::cv_status::no_timeout;
+  return cv_wait_until(b.cv, lock, deadline != nullptr ? *deadline : no_deadline());
 }
 
 inline void unpark_all(std::atomic<std::uint64_t>* word) {
