@@ -13,6 +13,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -36,20 +38,36 @@ namespace async {
 /// result or the exception. execute(f) is the cheap fire-and-forget path without a future.
 ///
 /// Scheduling: posts from outside the pool go to a shared injection queue. The first task a task
-/// posts goes to its worker's "next" slot (run right after the current task, no lock, no
-/// wake-up: a chain stays on its core); further ones go to the worker's local queue, which idle
-/// workers steal from (FIFO), and wake a parked worker. A worker with nothing to do spins and
-/// yields briefly (tens of microseconds), then parks on a condition variable: an idle pool uses
-/// no CPU. A post wakes one parked worker, and only if one is parked.
+/// posts goes to its worker's "next" slot: it runs right after the current task on the same
+/// thread, with no lock, no shared counter and no wake-up, so a chain of tasks stays on its
+/// core. Further posts go to the worker's local queue, which idle workers steal from (FIFO), and
+/// wake a parked worker. The next slot is not private: a task that has waited there for 50 us
+/// (its poster is still busy, or blocked on that task's future) is taken by an idle worker.
+/// While tasks wait in next slots, one parked worker, the watcher, looks at the slots every
+/// 50 us, less often (up to every 500 us) while chains keep running; so when a worker is free,
+/// a waiting task starts a few tenths of a millisecond after it was posted, about a millisecond
+/// after a long chain (two watch periods, plus the kernel's timer slack). A worker with nothing
+/// to do spins and yields briefly (tens of microseconds), then parks on a condition variable: an
+/// idle pool uses no CPU. A post wakes one parked worker, and only if one is parked.
+///
+/// Waiting inside a task: a task may wait for the future of a task it posted (post(f).get()):
+/// the wait ends as soon as another worker is free to run the child. So W workers allow W - 1
+/// tasks to wait like this at once (nested or side by side); with one worker (or W waiting
+/// tasks) the wait never ends, as in any pool of fixed size.
 ///
 /// Resizing: configurepool(n) at any time, from any thread (a task included). Growing starts
 /// threads at once; shrinking retires workers after their current task; running tasks are never
 /// interrupted; every thread is joined, never detached. Size 0 pauses the pool: posts queue up
 /// and run once it grows.
 ///
-/// Destruction runs every task already posted (including tasks those tasks post), then joins all
-/// threads: no future ever sees broken_promise. With size 0 the destructor runs the queued tasks
-/// itself. Destroying the pool from one of its own tasks is not allowed.
+/// Destruction waits until no task is pending: it runs every task already posted, and every
+/// task those tasks post, so no future ever sees broken_promise (a chain whose tasks keep
+/// posting successors for ever keeps the destructor waiting for ever: end it with a flag its
+/// tasks read). Then it joins every thread. With size 0 the destructor runs the
+/// queued tasks itself. During destruction, tasks may post, resize and cancel_pending();
+/// other threads must not use the pool any more. Destroying the pool from one of its own tasks
+/// would wait for itself: it is detected and ends the program (a message on stderr, then
+/// std::terminate).
 ///
 /// Memory: one heap block per post for the future's shared state; the task itself lives in an
 /// inline buffer of detail::task::inline_size bytes unless the callable and its arguments are
@@ -81,9 +99,17 @@ public:
   threadpool(threadpool&&) = delete;
   threadpool& operator=(threadpool&&) = delete;
 
-  /// Runs every task already posted, then joins every thread. Must not be called from a task of
-  /// this pool. Not thread-safe (destruction).
+  /// Runs every task already posted (and what they post) until none is pending, then joins every
+  /// thread (see the class comment). From a task of this pool: a message, then std::terminate.
+  /// Not thread-safe (destruction).
   ~threadpool() {
+    if (current_pool() == this) {
+      // It would wait for the very task that runs it, for ever.
+      std::fputs("async::threadpool: destroyed from one of its own tasks; a pool cannot wait "
+                 "for the task that destroys it (std::terminate)\n",
+                 stderr);
+      std::terminate();
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       idle_cv_.wait(lock, [this] {
@@ -98,7 +124,9 @@ public:
       injection_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
       lock.unlock();
-      run(t);
+      t(); // not a worker: what it posts goes to injection_, as from any outside thread
+      t.reset();
+      finish();
       lock.lock();
     }
     for (auto& w : active_) {
@@ -310,16 +338,57 @@ private:
     }
   };
 
+  // The next slot of a worker holds the first task that its running task posts: it runs right
+  // after that task on the same thread, with no lock, no count and no wake-up, so a chain of
+  // tasks stays on its core. It is not private: a task that has waited there for stale_after()
+  // (its poster is busy or blocked, on that task's future say) is taken by an idle worker.
+  //
+  // The slot's state word is (generation << 2) | slot_empty/full/taking. The owner fills an
+  // empty slot (generation + 1, full) and takes its task back with a CAS (full -> empty);
+  // another worker claims it with a CAS (full -> taking), moves the task out and releases the
+  // slot (-> empty). Every fill changes the generation, so two looks that read the same full
+  // word stale_after() apart saw one task wait all that time; a chain fills and empties the
+  // slot far faster, and stays where it is.
+  //
+  // Counting: a task in a next slot has no place of its own in pending_; it inherits its
+  // poster's when the owner takes it back after the poster returns. A worker that claims it
+  // earlier counts it first (the poster may be about to finish and stop counting for it).
+  static constexpr std::uint64_t slot_empty = 0;
+  static constexpr std::uint64_t slot_full = 1;
+  static constexpr std::uint64_t slot_taking = 2;
+  static constexpr std::uint64_t slot_mask = 3;
+  static constexpr std::uint64_t slot_generation = 4;
+
   struct worker {
-    detail::task next; // the first task posted by the running task; only this worker uses it
+    std::atomic<std::uint64_t> next_state{slot_empty}; // the next slot's state word (above)
+    detail::task next;    // the slot's task: written by the owner, moved out by whoever takes it
+    bool in_task = false; // owner only: a task is running (the only time the slot is filled)
+    // The slot's word at the last look of any idle worker, and since when it has been seen so.
+    // Written under the pool's mutex_ by idle workers.
+    std::uint64_t seen = slot_empty;
+    detail::wait_clock::time_point seen_since{};
     std::thread thread;
     std::mutex mutex;                // guards local
-    std::deque<detail::task> local;  // tasks posted by this worker's tasks
+    std::deque<detail::task> local;  // further tasks posted by this worker's tasks
     std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
     // Set by the worker's thread as the last thing it does (under the pool's mutex_): from then
     // on joining it waits for nothing but the thread's exit.
     bool finished = false;
   };
+
+  // What an idle worker saw in the other workers' next slots.
+  struct slot_scan {
+    bool waiting = false; // a task waits in some slot (not yet long enough to be taken)
+    bool changed = false; // some slot changed since the previous look (a chain is running)
+  };
+
+  // How long a task must wait in a next slot before an idle worker takes it, and how often a
+  // parked watcher looks at the slots at most (its period doubles from stale_after() while
+  // chains keep running, up to this).
+  static constexpr std::chrono::microseconds stale_after() { return std::chrono::microseconds(50); }
+  static constexpr std::chrono::microseconds watch_period_max() {
+    return std::chrono::microseconds(500);
+  }
 
   static threadpool*& current_pool() noexcept {
     static thread_local threadpool* pool = nullptr;
@@ -344,14 +413,13 @@ private:
   }
 
   void submit(detail::task&& t) {
+    worker* self = current_pool() == this ? current_worker() : nullptr;
+    if (self != nullptr && self->in_task && put_next(*self, t)) {
+      return;
+    }
     pending_.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet queued
-    worker* self = current_pool() == this ? current_worker() : nullptr;
     if (self != nullptr) {
-      if (!self->next) {
-        self->next = std::move(t); // runs right after the current task on this thread
-        return;
-      }
       {
         std::lock_guard<std::mutex> lock(self->mutex);
         self->local.push_back(std::move(t));
@@ -376,20 +444,133 @@ private:
     }
   }
 
-  // Runs a task found after (or instead of) waiting, and re-arms the active wait.
-  void run_after_wait(detail::task& t, detail::backoff& active, bool& spinning) {
-    ASYNC_PERTURB(); // taken, not yet run
-    active.reset();
-    spinning = true;
-    run(t);
+  // Owner: puts t in the next slot if the slot is empty (false: a second post, or another
+  // worker still moving the previous task out).
+  bool put_next(worker& self, detail::task& t) {
+    // (N1) acquire: pairs with (N4): the worker that took the previous task has moved it out.
+    const std::uint64_t s = self.next_state.load(std::memory_order_acquire);
+    if ((s & slot_mask) != slot_empty) {
+      return false;
+    }
+    self.next = std::move(t);
+    // (N2) seq_cst: publishes the task (pairs with (N5), an idle worker's claim), and comes
+    // before our look at sleepers_ and watching_ in the single total order (pairs with (S2)
+    // and (W1)): either an idle worker about to park or to stop watching sees the task, or we
+    // see that nobody watches and wake a sleeper, which then watches.
+    self.next_state.exchange(s + slot_generation + slot_full, std::memory_order_seq_cst);
+    ASYNC_PERTURB(); // published, nobody woken yet
+    if (sleepers_.load(std::memory_order_seq_cst) != 0 &&
+        !watching_.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_cv_.notify_one();
+    }
+    return true;
   }
 
-  void run(detail::task& t) {
-    t();
-    t.reset();       // destroy captures before the task counts as finished
+  // Owner, after the running task returned: takes the next slot's task back (it inherits the
+  // finished task's count). False when the slot is empty or another worker claimed it.
+  bool take_next(worker& self, detail::task& out) {
+    // (N3) acquire, here and on the CAS's failure: pairs with (N5) and (N4). When another
+    // worker claimed the task, its count of it happens before our finish() of the poster.
+    std::uint64_t s = self.next_state.load(std::memory_order_acquire);
+    if ((s & slot_mask) != slot_full) {
+      return false;
+    }
+    ASYNC_PERTURB(); // seen full, not yet taken back
+    if (!self.next_state.compare_exchange_strong(s, s - slot_full, std::memory_order_acquire,
+                                                 std::memory_order_acquire)) {
+      return false;
+    }
+    out = std::move(self.next);
+    return true;
+  }
+
+  // An idle worker (mutex_ held): takes the task that the word `s` says is in victim's slot.
+  bool claim_next(worker& victim, std::uint64_t s, detail::task& out) {
+    // relaxed: ordered before the owner's finish() of the poster by (N5) -> (N3).
+    pending_.fetch_add(1, std::memory_order_relaxed);
+    ASYNC_PERTURB(); // counted, not yet claimed
+    // (N5) acq_rel: acquires the task published by (N2); releases our count to (N3).
+    if (!victim.next_state.compare_exchange_strong(
+            s, s - slot_full + slot_taking, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      finish_locked(); // the owner took it back first
+      return false;
+    }
+    out = std::move(victim.next);
+    // (N4) release: the slot is free for the owner's next put; pairs with (N1).
+    victim.next_state.store(s - slot_full, std::memory_order_release);
+    return true;
+  }
+
+  // An idle worker (mutex_ held): looks at every other worker's next slot, takes a task that
+  // has waited there for stale_after(), and reports what it saw.
+  bool scan_next_slots(worker& self, detail::task& out, slot_scan& seen) {
+    // Read once, and only when a slot is in use (the clock costs more than the whole look).
+    detail::wait_clock::time_point now{};
+    auto clock = [&now] {
+      if (now == detail::wait_clock::time_point{}) {
+        now = detail::wait_clock::now();
+      }
+      return now;
+    };
+    for (auto* workers : {&active_, &retiring_}) {
+      for (auto& w : *workers) {
+        if (w.get() == &self) {
+          continue;
+        }
+        // (W2) seq_cst: pairs with (N2) (see there).
+        const std::uint64_t s = w->next_state.load(std::memory_order_seq_cst);
+        if (s != w->seen) {
+          w->seen = s;
+          w->seen_since = clock();
+          seen.changed = true;
+        }
+        if ((s & slot_mask) != slot_full) {
+          continue;
+        }
+        if (clock() - w->seen_since >= stale_after() && claim_next(*w, s, out)) {
+          return true;
+        }
+        seen.waiting = true;
+      }
+    }
+    return false;
+  }
+
+  // Runs t, then each task that it (and each successor) put in our next slot, until none is
+  // left or the worker is to retire.
+  void run_task(worker& self, detail::task& t) {
+    ASYNC_PERTURB(); // taken, not yet run
+    self.in_task = true;
+    for (;;) {
+      t();
+      t.reset();       // destroy captures before the task counts as finished
+      ASYNC_PERTURB(); // finished, its successor not yet taken back
+      if (!take_next(self, t)) {
+        break;
+      }
+      if (self.retire.load(std::memory_order_relaxed)) {
+        // Counted (inherited); the retiring hand-off gives it to the others.
+        self.in_task = false;
+        std::lock_guard<std::mutex> lock(self.mutex);
+        self.local.push_front(std::move(t));
+        return;
+      }
+    }
+    self.in_task = false;
+    finish();
+  }
+
+  // One task (or task count) less pending; wakes the idle waiters when it was the last.
+  void finish() {
     ASYNC_PERTURB(); // finished, not yet counted
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);
+      idle_cv_.notify_all();
+    }
+  }
+  void finish_locked() {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       idle_cv_.notify_all();
     }
   }
@@ -404,7 +585,6 @@ private:
     return true;
   }
 
-  // Called with mutex_ held.
   bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
     if (current_pool() == this) {
       throw std::logic_error("async::threadpool: waiting for idleness from one of its own tasks");
@@ -418,98 +598,144 @@ private:
     return true;
   }
 
+  // mutex_ held: the oldest task of another worker's local queue (retiring workers' included:
+  // one may be busy with a long task).
   bool steal(worker& self, detail::task& out) {
-    for (auto& w : active_) {
-      if (w.get() == &self) {
-        continue;
-      }
-      std::lock_guard<std::mutex> lock(w->mutex);
-      if (!w->local.empty()) {
-        out = std::move(w->local.front()); // FIFO: the oldest, least likely to be hot
-        w->local.pop_front();
-        return true;
+    for (auto* workers : {&active_, &retiring_}) {
+      for (auto& w : *workers) {
+        if (w.get() == &self) {
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(w->mutex);
+        if (!w->local.empty()) {
+          out = std::move(w->local.front()); // FIFO: the oldest, least likely to be hot
+          w->local.pop_front();
+          return true;
+        }
       }
     }
     return false;
+  }
+
+  // mutex_ held: any task this worker may run, the oldest outside post first.
+  bool find_work(worker& self, detail::task& out, slot_scan& seen) {
+    if (!injection_.empty()) {
+      out = std::move(injection_.front());
+      injection_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      return true;
+    }
+    return steal(self, out) || scan_next_slots(self, out, seen);
+  }
+
+  // mutex_ held, nothing found, spinning done: sleeps until a post wakes us. While a task waits
+  // in some next slot, one parked worker, the watcher, also wakes up now and then to look at
+  // the slots (the others sleep until a post wakes them). Returns true with a task in t; false
+  // when the worker is to retire, or was woken but another worker took the task (it then waits
+  // actively for a while: more posts tend to follow). mutex_ is held on return.
+  bool park(worker& self, std::unique_lock<std::mutex>& lock, detail::task& t) {
+    // (S2) seq_cst: count ourselves as a sleeper, then look at the queues and slots once more
+    // (pairs with (S1) and (N2)).
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    bool watcher = false;
+    std::chrono::microseconds period = stale_after();
+    bool found = false;
+    bool woken = false;
+    slot_scan seen;
+    for (;;) {
+      if (self.retire.load(std::memory_order_relaxed)) {
+        break;
+      }
+      seen = slot_scan();
+      if (find_work(self, t, seen)) {
+        found = true;
+        break;
+      }
+      if (woken) {
+        break;
+      }
+      if (!watcher && seen.waiting && !watching_.load(std::memory_order_relaxed)) {
+        watching_.store(true, std::memory_order_seq_cst); // under mutex_: one watcher at most
+        watcher = true;
+      } else if (watcher && !seen.waiting && !seen.changed) {
+        // (W1) seq_cst: stop watching, then look once more (pairs with (N2)).
+        watching_.store(false, std::memory_order_seq_cst);
+        watcher = false;
+        period = stale_after();
+        continue;
+      }
+      const auto deadline = watcher ? detail::wait_clock::now() + period : detail::no_deadline();
+      idle_.fetch_add(1, std::memory_order_relaxed);
+      ASYNC_PERTURB(); // about to park, the pool's lock held
+      woken = detail::cv_wait_until(work_cv_, lock, deadline);
+      if (!woken) {
+        period = std::min(period * 2, watch_period_max()); // a timed look found nothing new
+      }
+      idle_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (watcher) {
+      watching_.store(false, std::memory_order_seq_cst);
+      // Leaving with work while tasks still wait in slots: hand the watch to another sleeper,
+      // or a blocked poster could wait for as long as our task runs. (Woken for nothing, we
+      // park again soon; retiring, configurepool has woken every sleeper. sleepers_ changes
+      // only under mutex_: it counts the others exactly.)
+      if (found && seen.waiting && sleepers_.load(std::memory_order_relaxed) > 1) {
+        work_cv_.notify_one();
+      }
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return found;
   }
 
   void work(worker& self) {
     current_pool() = this;
     current_worker() = &self;
     detail::task t;
-    detail::backoff active(pause_spins, yield_spins, std::chrono::microseconds(50));
-    bool spinning = true;
+    detail::backoff spin(pause_spins, yield_spins, std::chrono::microseconds(50));
     // Declared outside the loop: the `break` that retires the worker leaves it locked for the
-    // hand-off below (a lock scoped to the loop body was released by that break, and the
-    // hand-off then raced with every submit).
+    // hand-off below.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
-      // under mutex_, before parking.
-      const bool retiring = self.retire.load(std::memory_order_relaxed);
-      if (!retiring && self.next) {
-        t = std::move(self.next);
-        run_after_wait(t, active, spinning);
+      // under mutex_.
+      if (!self.retire.load(std::memory_order_relaxed) && pop_local(self, t)) {
+        run_task(self, t);
+        spin.reset();
         continue;
       }
-      if (!retiring && pop_local(self, t)) {
-        run_after_wait(t, active, spinning);
-        continue;
-      }
-      if (!retiring && spinning && queued_.load(std::memory_order_relaxed) == 0) {
-        // Nothing visible: wait a little for the next post before paying for parking (and the
-        // poster for a wake-up syscall).
-        spinning = active.wait();
-        if (spinning) {
+      // Nothing of our own: watch for outside posts a little before taking the pool's lock (a
+      // retiree goes straight to its hand-off).
+      bool spun = false;
+      if (queued_.load(std::memory_order_relaxed) == 0 &&
+          !self.retire.load(std::memory_order_relaxed)) {
+        if (spin.wait()) {
           continue;
         }
+        spun = true;
       }
       lock.lock();
       if (self.retire.load(std::memory_order_relaxed)) {
         ASYNC_PERTURB(); // retiring, the pool's lock held
         break;           // with mutex_ held
       }
-      if (!injection_.empty()) {
-        t = std::move(injection_.front());
-        injection_.pop_front();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
+      slot_scan seen;
+      if (find_work(self, t, seen) || (spun && park(self, lock, t))) {
         lock.unlock();
-        run_after_wait(t, active, spinning);
+        run_task(self, t);
+        spin.reset();
         continue;
       }
-      if (steal(self, t)) {
-        lock.unlock();
-        run_after_wait(t, active, spinning);
-        continue;
+      if (self.retire.load(std::memory_order_relaxed)) {
+        break; // with mutex_ held
       }
-      if (spinning) {
-        lock.unlock();
-        continue; // spin on until the budget is spent (queued_ was stale)
-      }
-      // Park. (S2) seq_cst: count ourselves as a sleeper, then look at the local queues once
-      // more (pairs with (S1)).
-      sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      if (steal(self, t)) {
-        sleepers_.fetch_sub(1, std::memory_order_relaxed);
-        lock.unlock();
-        run(t);
-        continue;
-      }
-      idle_.fetch_add(1, std::memory_order_relaxed);
-      ASYNC_PERTURB(); // about to park, the pool's lock held
-      work_cv_.wait(lock);
-      idle_.fetch_sub(1, std::memory_order_relaxed);
-      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       lock.unlock();
-      active.reset();
-      spinning = true;
+      if (spun) {
+        spin.reset(); // woken, but the task went to another worker: wait actively again
+      }               // else queued_ was stale: spin on
     }
     // Retiring (mutex_ still held): hand our local tasks to the others, or to the destructor
-    // of a pool shrunk to 0.
+    // of a pool shrunk to 0. (Our next slot is empty: run_task took back what it put there.)
     std::lock_guard<std::mutex> local_lock(self.mutex);
-    if (self.next) {
-      self.local.push_front(std::move(self.next));
-    }
     if (!self.local.empty()) {
       for (auto& task : self.local) {
         injection_.push_back(std::move(task));
@@ -555,8 +781,9 @@ private:
   std::atomic<std::size_t> size_{0};
   std::atomic<std::size_t> idle_{0};     // workers waiting on work_cv_
   std::atomic<std::size_t> sleepers_{0}; // workers parked or about to park
-  std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
-  std::atomic<std::size_t> queued_{0};   // tasks in injection_ (a hint for spinning workers)
+  std::atomic<bool> watching_{false};   // a parked worker watches the next slots (set under mutex_)
+  std::atomic<std::size_t> pending_{0}; // tasks posted and not yet finished
+  std::atomic<std::size_t> queued_{0};  // tasks in injection_ (a hint for spinning workers)
 
   // An idle worker watches for new posts before it parks: pause_spins rounds of the pause
   // instruction, then at most yield_spins yields within 50 us (detail::backoff). Yielding beat

@@ -8,8 +8,9 @@
 // every post() future is ready in the end, with a value exactly when its task ran and
 // broken_promise otherwise; nothing hangs (a watchdog ends the binary with a message).
 //
-// Nested waits on futures are left out: a task that waits on its own child can wait for itself
-// while the child sits in its worker's next slot (issue #11, open).
+// Tasks also wait on the futures of children they post: with short timeouts in the storm (the
+// pool may be paused or down to one worker there), and without any timeout in the second test,
+// where at most W - 1 tasks wait at once on W workers, which the pool promises to finish.
 //
 // ASYNC_SOAK_SEED=<n> replays the random choices (printed by every run); ASYNC_STRESS_SCALE
 // sizes the run.
@@ -64,8 +65,9 @@ struct storm {
   ledger& book;
 
   // A task: counts its run, and at random posts up to three children (by post, keeping the
-  // future, or by execute), resizes the pool, or cancels what is queued.
-  void spawn(std::size_t depth, bool with_future) {
+  // future, or by execute, and sometimes waiting a little for the child), resizes the pool, or
+  // cancels what is queued.
+  void spawn(std::size_t depth, bool with_future, std::chrono::microseconds wait = {}) {
     const std::size_t id = book.take();
     if (id == book.size) {
       return;
@@ -75,7 +77,9 @@ struct storm {
       const std::uint64_t r = mix(torture_seed() ^ (id * 0x100000001b3ull));
       if (depth < 3) {
         for (std::uint64_t c = 0; c < r % 4; ++c) {
-          spawn(depth + 1, ((r >> (8 + c)) & 1) != 0);
+          const bool waits = ((r >> (12 + c)) & 3) == 0;
+          spawn(depth + 1, waits || ((r >> (8 + c)) & 1) != 0,
+                std::chrono::microseconds(waits ? (r >> (40 + 4 * c)) % 2000 : 0));
         }
       }
       if ((r >> 20) % 29 == 0) {
@@ -88,6 +92,9 @@ struct storm {
     };
     if (with_future) {
       std::future<int> f = pool->post(body);
+      if (wait.count() != 0) {
+        f.wait_for(wait); // the child may run now (taken from our next slot), later, or never
+      }
       std::lock_guard<std::mutex> lock(book.futures_mutex);
       book.futures.emplace_back(id, std::move(f));
     } else {
@@ -193,5 +200,86 @@ TEST_CASE("threadpool torture: resize and cancel storms, trees of tasks, destruc
   const std::size_t rounds = async_test::scaled(12, 4);
   for (std::size_t round = 0; round < rounds; ++round) {
     torture_round(round, round % 2 == 1);
+  }
+}
+
+namespace {
+
+// Tasks that wait for their children with no timeout. A task waits only if it gets one of
+// W - 1 tokens (W: the pool's smallest size in the round), so a worker is always free; the pool
+// promises that every such wait then finishes. The pool grows and shrinks between W and W + 2
+// meanwhile.
+struct nesting {
+  async::threadpool* pool;
+  std::atomic<int>* tokens;
+  std::atomic<long>* posted;
+  std::atomic<long>* ran;
+  std::uint64_t seed;
+
+  void task(std::uint64_t id, int depth) const {
+    ran->fetch_add(1);
+    const std::uint64_t r = mix(seed ^ (id * 0x9e3779b97f4a7c15ull));
+    if (depth >= 4) {
+      return;
+    }
+    for (std::uint64_t c = 0; c < r % 3; ++c) {
+      const std::uint64_t child = id * 4 + c + 1;
+      posted->fetch_add(1);
+      const nesting self = *this;
+      std::future<void> f = pool->post([self, child, depth] { self.task(child, depth + 1); });
+      int left = tokens->load();
+      while (left > 0 && !tokens->compare_exchange_weak(left, left - 1)) {
+      }
+      if (left > 0) {
+        f.get(); // no timeout: a free worker must take the child, wherever it waits
+        tokens->fetch_add(1);
+      } else if (((r >> (8 + c)) & 1) != 0) {
+        f.wait_for(std::chrono::microseconds((r >> 16) % 500));
+      }
+    }
+  }
+};
+
+void nesting_round(std::size_t round) {
+  const std::size_t w = 2 + round % 3;
+  const std::size_t roots = async_test::scaled(300, 30);
+  std::atomic<int> tokens{static_cast<int>(w) - 1};
+  std::atomic<long> posted{0};
+  std::atomic<long> ran{0};
+  std::atomic<bool> finished{false};
+  std::thread runner([&] {
+    async::threadpool pool(static_cast<int>(w));
+    std::atomic<bool> stop{false};
+    std::thread resizer([&] {
+      for (std::uint64_t i = 0; !stop.load(); ++i) {
+        pool.configurepool(w + mix(torture_seed() + round * 977 + i) % 3);
+        std::this_thread::sleep_for(std::chrono::microseconds(100 + i % 300));
+      }
+    });
+    const nesting n{&pool, &tokens, &posted, &ran, torture_seed() + round};
+    for (std::size_t k = 0; k < roots; ++k) {
+      posted.fetch_add(1);
+      pool.execute([n, k] { n.task(k << 20, 0); });
+    }
+    pool.wait_idle();
+    stop = true;
+    resizer.join();
+    finished = true;
+  });
+  watchdog_or_abort(finished, "a round of nested waits without timeouts");
+  runner.join();
+  INFO("round " << round << ": " << w << " workers at least, " << posted.load() << " tasks");
+  CHECK(ran.load() == posted.load());
+  CHECK(tokens.load() == static_cast<int>(w) - 1);
+}
+
+} // namespace
+
+TEST_CASE("threadpool torture: nested waits without timeouts while a worker is free",
+          "[threadpool][stress]") {
+  torture_seed();
+  const std::size_t rounds = async_test::scaled(9, 3);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    nesting_round(round);
   }
 }
