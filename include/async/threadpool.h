@@ -641,12 +641,11 @@ private:
     std::chrono::microseconds period = stale_after();
     bool found = false;
     bool woken = false;
-    slot_scan seen;
     for (;;) {
       if (self.retire.load(std::memory_order_relaxed)) {
         break;
       }
-      seen = slot_scan();
+      slot_scan seen;
       if (find_work(self, t, seen)) {
         found = true;
         break;
@@ -675,11 +674,12 @@ private:
     }
     if (watcher) {
       watching_.store(false, std::memory_order_seq_cst);
-      // Leaving with work while tasks still wait in slots: hand the watch to another sleeper,
-      // or a blocked poster could wait for as long as our task runs. (Woken for nothing, we
-      // park again soon; retiring, configurepool has woken every sleeper. sleepers_ changes
-      // only under mutex_: it counts the others exactly.)
-      if (found && seen.waiting && sleepers_.load(std::memory_order_relaxed) > 1) {
+      // Leaving with work: hand the watch to another sleeper, or a task waiting in some slot
+      // could wait for as long as our task runs. (Whatever our last look saw: it stops at the
+      // slot it claims from. Woken for nothing, we park again soon; retiring, configurepool
+      // has woken every sleeper. sleepers_ changes only under mutex_: it counts the others
+      // exactly.)
+      if (found && sleepers_.load(std::memory_order_relaxed) > 1) {
         work_cv_.notify_one();
       }
     }

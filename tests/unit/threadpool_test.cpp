@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -648,6 +649,38 @@ TEST_CASE("post(f).get() inside a task, again and again, with the others parked 
   await_or_abort([&] { return done.load() == rounds; }, "nested post(f).get() rounds", 60000ms);
   client.join();
   CHECK(done.load() == rounds);
+}
+
+TEST_CASE("two tasks waiting on their children at once on four workers both finish",
+          "[threadpool]") {
+  // Each child waits until the other has started, so both must run at once: two workers are
+  // free for them. The watcher that took the first child from its poster's slot used to leave
+  // without handing its watch on when its look had stopped at that slot: the second child then
+  // waited in its slot with every other worker asleep, for good.
+  threadpool pool(4);
+  const int rounds = static_cast<int>(async_test::scaled(400, 60));
+  int stuck = 0;
+  for (int r = 0; r < rounds && stuck == 0; ++r) {
+    std::mutex m;
+    std::condition_variable cv;
+    int started = 0;
+    auto child = [&] {
+      std::unique_lock<std::mutex> lock(m);
+      ++started;
+      cv.notify_all();
+      return cv.wait_for(lock, 5s, [&] { return started == 2; });
+    };
+    auto parent = [&] {
+      std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
+      return pool.post(child).get();
+    };
+    auto a = pool.post(parent);
+    auto b = pool.post(parent);
+    const bool both = a.get() && b.get();
+    stuck += both ? 0 : 1;
+    INFO("round " << r);
+    CHECK(both);
+  }
 }
 
 TEST_CASE("an idle worker takes a task posted by a task that keeps running", "[threadpool]") {
