@@ -46,9 +46,11 @@ namespace async {
 /// While tasks wait in next slots, one parked worker, the watcher, looks at the slots every
 /// 50 us, less often (up to every 500 us) while chains keep running; so when a worker is free,
 /// a waiting task starts a few tenths of a millisecond after it was posted, about a millisecond
-/// after a long chain (two watch periods, plus the kernel's timer slack). A worker with nothing
-/// to do spins and yields briefly (tens of microseconds), then parks on a condition variable: an
-/// idle pool uses no CPU. A post wakes one parked worker, and only if one is parked.
+/// after a long chain (two watch periods, plus the kernel's timer slack). An idle worker takes
+/// such a task before any queued one, and every eighth time it steals from the local queues
+/// before taking an outside post, so a stream of outside posts starves neither. A worker with
+/// nothing to do spins and yields briefly (tens of microseconds), then parks on a condition
+/// variable: an idle pool uses no CPU. A post wakes one parked worker, and only if one is parked.
 ///
 /// Waiting inside a task: a task may wait for the future of a task it posted (post(f).get()):
 /// the wait ends as soon as another worker is free to run the child. So W workers allow W - 1
@@ -63,15 +65,20 @@ namespace async {
 /// Destruction waits until no task is pending: it runs every task already posted, and every
 /// task those tasks post, so no future ever sees broken_promise (a chain whose tasks keep
 /// posting successors for ever keeps the destructor waiting for ever: end it with a flag its
-/// tasks read). Then it joins every thread. With size 0 the destructor runs the
-/// queued tasks itself. During destruction, tasks may post, resize and cancel_pending();
-/// other threads must not use the pool any more. Destroying the pool from one of its own tasks
-/// would wait for itself: it is detected and ends the program (a message on stderr, then
-/// std::terminate).
+/// tasks read). Then it joins every thread, and runs what their thread_local destructors posted.
+/// With size 0 the destructor runs the queued tasks itself, and the tasks that retiring workers'
+/// tasks (still running) post or wait for. During destruction, tasks may post, resize and
+/// cancel_pending(); other threads must not use the pool any more. Destroying the pool from one of
+/// its own tasks would wait for itself: it is detected and ends the program (a message on stderr,
+/// then std::terminate).
 ///
 /// Memory: one heap block per post for the future's shared state; the task itself lives in an
 /// inline buffer of detail::task::inline_size bytes unless the callable and its arguments are
 /// larger (one more allocation). Per worker: a thread, a deque and a mutex.
+///
+/// Requirements on callables: move-constructible (they are moved into the pool, and between
+/// its queues, sometimes under its locks: a move constructor must not use the pool); a
+/// destructor may post to the pool.
 ///
 /// When not to use: for tasks that block for long periods (I/O), size the pool for the blocking,
 /// or use threads of their own; the pool does not grow by itself.
@@ -111,33 +118,21 @@ public:
       std::terminate();
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      idle_cv_.wait(lock, [this] {
-        return pending_.load(std::memory_order_acquire) == 0 ||
-               (active_.empty() && !injection_.empty());
-      });
-      if (pending_.load(std::memory_order_acquire) == 0) {
-        break;
-      }
-      // A paused pool: run what is queued on this thread (tasks may post more; keep going).
-      detail::task t = std::move(injection_.front());
-      injection_.pop_front();
-      queued_.fetch_sub(1, std::memory_order_relaxed);
-      lock.unlock();
-      t(); // not a worker: what it posts goes to injection_, as from any outside thread
-      t.reset();
-      finish();
-      lock.lock();
-    }
+    drain(lock);
     for (auto& w : active_) {
       w->retire.store(true, std::memory_order_relaxed);
     }
     work_cv_.notify_all();
+    std::vector<std::unique_ptr<worker>> workers = std::move(active_);
+    active_.clear();
     lock.unlock();
-    for (auto& w : active_) {
+    for (auto& w : workers) {
       w->thread.join();
     }
     join_retired(true);
+    // A worker's thread_local destructors may have posted while its thread exited.
+    lock.lock();
+    drain(lock);
   }
 
   // ---- submitting ---------------------------------------------------------------------------
@@ -363,6 +358,7 @@ private:
     std::atomic<std::uint64_t> next_state{slot_empty}; // the next slot's state word (above)
     detail::task next;    // the slot's task: written by the owner, moved out by whoever takes it
     bool in_task = false; // owner only: a task is running (the only time the slot is filled)
+    unsigned looks = 0;   // owner only: find_work calls, for the turns of steal_turn
     // The slot's word at the last look of any idle worker, and since when it has been seen so.
     // Written under the pool's mutex_ by idle workers.
     std::uint64_t seen = slot_empty;
@@ -385,6 +381,7 @@ private:
   // How long a task must wait in a next slot before an idle worker takes it, and how often a
   // parked watcher looks at the slots at most (its period doubles from stale_after() while
   // chains keep running, up to this).
+  static constexpr unsigned steal_turn = 8;
   static constexpr std::chrono::microseconds stale_after() { return std::chrono::microseconds(50); }
   static constexpr std::chrono::microseconds watch_period_max() {
     return std::chrono::microseconds(500);
@@ -452,7 +449,11 @@ private:
     if ((s & slot_mask) != slot_empty) {
       return false;
     }
+    // The move runs the callable's move constructor: a post from there must not use the slot
+    // that is being filled (it goes to the local queue).
+    self.in_task = false;
     self.next = std::move(t);
+    self.in_task = true;
     // (N2) seq_cst: publishes the task (pairs with (N5), an idle worker's claim), and comes
     // before our look at sleepers_ and watching_ in the single total order (pairs with (S2)
     // and (W1)): either an idle worker about to park or to stop watching sees the task, or we
@@ -481,7 +482,9 @@ private:
                                                  std::memory_order_acquire)) {
       return false;
     }
+    self.in_task = false; // as in put_next: the slot is not ours to fill during the move
     out = std::move(self.next);
+    self.in_task = true;
     return true;
   }
 
@@ -504,7 +507,7 @@ private:
 
   // An idle worker (mutex_ held): looks at every other worker's next slot, takes a task that
   // has waited there for stale_after(), and reports what it saw.
-  bool scan_next_slots(worker& self, detail::task& out, slot_scan& seen) {
+  bool scan_next_slots(const worker* self, detail::task& out, slot_scan& seen) {
     // Read once, and only when a slot is in use (the clock costs more than the whole look).
     detail::wait_clock::time_point now{};
     auto clock = [&now] {
@@ -515,7 +518,7 @@ private:
     };
     for (auto* workers : {&active_, &retiring_}) {
       for (auto& w : *workers) {
-        if (w.get() == &self) {
+        if (w.get() == self) {
           continue;
         }
         // (W2) seq_cst: pairs with (N2) (see there).
@@ -600,10 +603,10 @@ private:
 
   // mutex_ held: the oldest task of another worker's local queue (retiring workers' included:
   // one may be busy with a long task).
-  bool steal(worker& self, detail::task& out) {
+  bool steal(const worker* self, detail::task& out) {
     for (auto* workers : {&active_, &retiring_}) {
       for (auto& w : *workers) {
-        if (w.get() == &self) {
+        if (w.get() == self) {
           continue;
         }
         std::lock_guard<std::mutex> lock(w->mutex);
@@ -617,15 +620,25 @@ private:
     return false;
   }
 
-  // mutex_ held: any task this worker may run, the oldest outside post first.
-  bool find_work(worker& self, detail::task& out, slot_scan& seen) {
+  // mutex_ held: a task for `self` (nullptr: the destructor of a paused pool). A task that has
+  // waited in a next slot goes first: its poster may be blocked on it. Then the oldest outside
+  // post, except that every steal_turn-th look steals from the local queues first, so that a
+  // steady stream of outside posts starves neither.
+  bool find_work(worker* self, detail::task& out, slot_scan& seen) {
+    if (scan_next_slots(self, out, seen)) {
+      return true;
+    }
+    const bool steal_first = self != nullptr && ++self->looks % steal_turn == 0;
+    if (steal_first && steal(self, out)) {
+      return true;
+    }
     if (!injection_.empty()) {
       out = std::move(injection_.front());
       injection_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
       return true;
     }
-    return steal(self, out) || scan_next_slots(self, out, seen);
+    return !steal_first && steal(self, out);
   }
 
   // mutex_ held, nothing found, spinning done: sleeps until a post wakes us. While a task waits
@@ -646,7 +659,7 @@ private:
         break;
       }
       slot_scan seen;
-      if (find_work(self, t, seen)) {
+      if (find_work(&self, t, seen)) {
         found = true;
         break;
       }
@@ -719,7 +732,7 @@ private:
         break;           // with mutex_ held
       }
       slot_scan seen;
-      if (find_work(self, t, seen) || (spun && park(self, lock, t))) {
+      if (find_work(&self, t, seen) || (spun && park(self, lock, t))) {
         lock.unlock();
         run_task(self, t);
         spin.reset();
@@ -733,6 +746,10 @@ private:
         spin.reset(); // woken, but the task went to another worker: wait actively again
       }               // else queued_ was stale: spin on
     }
+    // From here on this thread is no worker of the pool: what its thread_local destructors
+    // post goes to the injection queue, as from any thread.
+    current_pool() = nullptr;
+    current_worker() = nullptr;
     // Retiring (mutex_ still held): hand our local tasks to the others, or to the destructor
     // of a pool shrunk to 0. (Our next slot is empty: run_task took back what it put there.)
     std::lock_guard<std::mutex> local_lock(self.mutex);
@@ -746,6 +763,34 @@ private:
       idle_cv_.notify_all();
     }
     self.finished = true; // under mutex_: a joiner that sees it waits only for the exit
+  }
+
+  // The destructor (mutex_ held): waits until no task is pending. While the pool has no
+  // worker (paused, or at the very end), this thread runs what is queued, what retiring
+  // workers' tasks queued and what waits in their next slots; tasks still running on retirees
+  // may post more, so it looks again every watch period until nothing is pending.
+  void drain(std::unique_lock<std::mutex>& lock) {
+    std::chrono::microseconds period = stale_after();
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      if (!active_.empty()) {
+        idle_cv_.wait(lock); // the workers run everything; woken at the last finish()
+        period = stale_after();
+        continue;
+      }
+      detail::task t;
+      slot_scan seen;
+      if (find_work(nullptr, t, seen)) {
+        lock.unlock();
+        t(); // not a worker: what it posts goes to injection_, as from any outside thread
+        t.reset();
+        finish();
+        lock.lock();
+        period = stale_after();
+        continue;
+      }
+      detail::cv_wait_until(idle_cv_, lock, detail::wait_clock::now() + period);
+      period = std::min(period * 2, watch_period_max());
+    }
   }
 
   // Joins the retired workers whose threads are not the calling thread.

@@ -742,6 +742,152 @@ TEST_CASE("wait_idle never returns while a task taken from a next slot still run
   }
 }
 
+TEST_CASE("a waiting task's child is not starved by a stream of outside posts", "[threadpool]") {
+  // Idle workers used to look at the next slots only when the injection queue and every local
+  // queue were empty: a stream of outside posts kept a blocked parent's child waiting for as
+  // long as the stream lasted.
+  threadpool pool(2);
+  std::atomic<bool> child_started{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> outstanding{0};
+  std::thread feeder([&] {
+    while (!stop.load()) {
+      if (outstanding.load() < 64) {
+        outstanding.fetch_add(1);
+        pool.execute([&] {
+          std::this_thread::sleep_for(20us);
+          outstanding.fetch_sub(1);
+        });
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  auto parent = pool.post([&] {
+    auto child = pool.post([&] { child_started = true; });
+    child.wait();
+  });
+  const bool in_time = async_test::eventually_equal([&] { return child_started.load(); }, true,
+                                                    5000ms); // the stream still flows
+  stop = true;
+  feeder.join();
+  parent.get();
+  CHECK(in_time);
+}
+
+namespace {
+
+// A callable that posts another task to `pool` from its move constructor, on its n-th move
+// (how many moves a task makes is the pool's business: each n hits another one, or none).
+struct posts_when_moved {
+  threadpool* pool;
+  std::atomic<int>* ran;    // runs of this callable and of what its moves posted
+  std::atomic<int>* posted; // posts made by its moves
+  int moves_left;
+  posts_when_moved(threadpool* p, std::atomic<int>* r, std::atomic<int>* n, int moves)
+      : pool(p), ran(r), posted(n), moves_left(moves) {}
+  posts_when_moved(const posts_when_moved&) = delete;
+  posts_when_moved(posts_when_moved&& o) noexcept
+      : pool(o.pool), ran(o.ran), posted(o.posted), moves_left(o.moves_left - 1) {
+    if (moves_left == 0) {
+      posted->fetch_add(1);
+      pool->execute([r = ran] { r->fetch_add(1); });
+    }
+  }
+  void operator()() const { ran->fetch_add(1); }
+};
+
+} // namespace
+
+TEST_CASE("a callable whose move constructor posts from a task loses nothing", "[threadpool]") {
+  // Its move into or out of the next slot used to post into that same slot: the first task
+  // was overwritten (its future never became ready) or destroyed half moved (a crash).
+  int hits = 0;
+  for (int n = 1; n <= 8; ++n) {
+    threadpool pool(2);
+    std::atomic<int> ran{0};
+    std::atomic<int> posted{0};
+    pool.execute([&] { pool.execute(posts_when_moved(&pool, &ran, &posted, n)); });
+    CHECK(pool.wait_idle_for(10s));
+    INFO("posting on move " << n);
+    CHECK(ran.load() == 1 + posted.load());
+    hits += posted.load();
+  }
+  CHECK(hits >= 3); // moves into the task, into the slot and out of it, at least
+}
+
+namespace {
+threadpool* tls_pool = nullptr;
+std::atomic<int> tls_ran{0};
+std::atomic<int> tls_posted{0};
+struct posts_at_thread_exit {
+  bool armed = false;
+  ~posts_at_thread_exit() {
+    if (armed) {
+      tls_pool->execute([] { tls_ran.fetch_add(1); });
+      tls_posted.fetch_add(1);
+    }
+  }
+};
+thread_local posts_at_thread_exit at_exit;
+} // namespace
+
+TEST_CASE("a worker's thread_local destructor may post to the pool", "[threadpool]") {
+  // A retired worker's thread still counted as a worker of the pool while its thread-locals
+  // were destroyed: their posts went to its dead local queue and never ran.
+  tls_ran = 0;
+  tls_posted = 0;
+  threadpool pool(2);
+  tls_pool = &pool;
+  for (int i = 0; i < 20; ++i) {
+    pool.execute([] {
+      at_exit.armed = true;
+      std::this_thread::sleep_for(1ms);
+    });
+  }
+  pool.wait_idle();
+  pool.configurepool(0); // both workers retire; their threads exit
+  await_or_abort([] { return tls_posted.load() == 2; }, "two worker threads exiting");
+  pool.configurepool(1);
+  const bool idle = pool.wait_idle_for(5s);
+  CHECK(idle);
+  CHECK(tls_ran.load() == 2);
+  if (!idle) {
+    std::fprintf(stderr, "FAILED: tasks posted at thread exit never ran\n");
+    std::abort(); // the destructor would wait for them for ever
+  }
+}
+
+TEST_CASE("a paused pool's destructor runs a child its blocked parent waits for", "[threadpool]") {
+  // Paused with a parent blocked on its next-slot child, the destructor ran only the injection
+  // queue: it waited for the parent, which waited for the child, for good.
+  for (int rep = 0; rep < 5; ++rep) {
+    std::atomic<bool> destroyed{false};
+    std::atomic<bool> child_ran{false};
+    std::thread owner([&] {
+      threadpool pool(2);
+      std::atomic<bool> in{false};
+      pool.execute([&] {
+        in = true;
+        std::this_thread::sleep_for(20ms); // the pool is paused meanwhile
+        pool.post([&] { child_ran = true; }).get();
+      });
+      while (!in.load()) {
+        std::this_thread::yield();
+      }
+      pool.configurepool(0);
+    });
+    std::thread watcher([&] {
+      owner.join();
+      destroyed = true;
+    });
+    await_or_abort([&] { return destroyed.load(); },
+                   "the destructor of a paused pool with a blocked parent");
+    watcher.join();
+    CHECK(child_ran.load());
+  }
+}
+
 #if defined(__unix__)
 #include <csignal>
 #include <string>
