@@ -10,7 +10,7 @@
 namespace {
 
 std::atomic<std::uint64_t>& counter() {
-  static async::detail::cache_padded<std::atomic<std::uint64_t>> c{0};
+  static async::detail::padded<std::atomic<std::uint64_t>> c{0};
   return c.value;
 }
 

@@ -7,6 +7,7 @@
 #include "detail/cache.h"
 #include "detail/perturb.h"
 #include "detail/relocate.h"
+#include "detail/slot.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
 
@@ -100,9 +101,9 @@ class bounded_queue {
   static_assert(!std::is_reference<T>::value && !std::is_array<T>::value,
                 "bounded_queue<T>: T must be an object type (not a reference or an array).");
 
-  static constexpr bool noexcept_check = detail::traits_noexcept_check<Traits>::value;
-  static constexpr std::size_t line_size = detail::traits_cacheline<Traits>::value;
-  static constexpr unsigned spin_budget = detail::traits_spin_budget<Traits>::value;
+  static constexpr bool noexcept_check = detail::knob_noexcept_check<Traits, bounded_traits>::value;
+  static constexpr std::size_t line_size = detail::knob_cacheline<Traits, bounded_traits>::value;
+  static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, bounded_traits>::value;
   static constexpr unsigned yield_budget = spin_budget == 0 ? 0 : 16;
   static_assert(line_size >= sizeof(std::uint64_t) && (line_size & (line_size - 1)) == 0,
                 "bounded_queue: Traits::CachelineSize must be a power of two of at least 8.");
@@ -135,7 +136,7 @@ public:
     }
     for (std::size_t k = 0; k < capacity_; ++k) {
       const std::uint64_t t = start.value + k;
-      slot_of(t).turn.store(turn_of(t, state_free), std::memory_order_relaxed);
+      slot_of(t).state.store(turn_of(t, state_free), std::memory_order_relaxed);
     }
     head_.value.store(start.value, std::memory_order_relaxed);
     tail_.value.store(start.value, std::memory_order_relaxed);
@@ -151,8 +152,8 @@ public:
   ~bounded_queue() {
     for (std::size_t i = 0; i < capacity_; ++i) {
       slot& s = ring_[physical_index(i)];
-      if ((s.turn.load(std::memory_order_acquire) & state_mask) == state_full) {
-        s.item()->~T();
+      if ((s.state.load(std::memory_order_acquire) & state_mask) == state_full) {
+        s.element.destroy();
       }
     }
     detail::aligned_free(ring_);
@@ -199,7 +200,7 @@ public:
     const std::uint64_t wanted = turn_of(t, state_free);
     if (ASYNC_UNLIKELY(!own_turn(s, wanted))) {
       const waited w = await(
-          s.turn, [wanted](std::uint64_t v) { return (v & ~sleeper_bit) == wanted; },
+          s.state, [wanted](std::uint64_t v) { return (v & ~sleeper_bit) == wanted; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr);
       if (w != waited::ready) {
         abandon(t, s);
@@ -252,7 +253,7 @@ public:
       std::uint64_t v = full;
       if (ASYNC_UNLIKELY(!own_turn(s, full))) {
         const waited w = await(
-            s.turn,
+            s.state,
             [full, hole](std::uint64_t x) {
               x &= ~sleeper_bit;
               return x == full || x == hole;
@@ -264,7 +265,7 @@ public:
           }
           continue; // the producer of h gave up when the queue closed: skip its ticket
         }
-        v = s.turn.load(std::memory_order_acquire) & ~sleeper_bit;
+        v = s.state.load(std::memory_order_acquire) & ~sleeper_bit;
       }
       if (ASYNC_LIKELY(v == full)) {
         take(s, h, out);
@@ -354,18 +355,8 @@ private:
   static constexpr std::uint32_t closing = 1;
   static constexpr std::uint32_t closed = 2;
 
-  struct slot {
-    std::atomic<std::uint64_t> turn{0};
-    alignas(T) unsigned char storage[sizeof(T)];
-
-    T* item() noexcept {
-#if ASYNC_CPLUSPLUS >= 17
-      return std::launder(reinterpret_cast<T*>(storage));
-#else
-      return reinterpret_cast<T*>(storage);
-#endif
-    }
-  };
+  // The slot's state word is its turn (above).
+  using slot = detail::slot<T, std::uint64_t>;
 
   static constexpr std::size_t ring_alignment = alignof(slot) > line_size ? alignof(slot)
                                                                           : line_size;
@@ -427,7 +418,7 @@ private:
   // does.
   bool looks_behind(const std::atomic<std::uint64_t>& side, std::uint64_t state) const noexcept {
     const std::uint64_t t = side.load(std::memory_order_relaxed);
-    const std::uint64_t seen = slot_of(t).turn.load(std::memory_order_relaxed) & ~sleeper_bit;
+    const std::uint64_t seen = slot_of(t).state.load(std::memory_order_relaxed) & ~sleeper_bit;
     return static_cast<std::int64_t>(seen - turn_of(t, state)) < 0;
   }
 
@@ -451,7 +442,7 @@ private:
       }
       // Empty: sleep until the slot at the head changes (its producer publishes) or time is up.
       const waited w = await(
-          s->turn, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          s->state, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
           [this, h] { return consumer_ticket_is_dead(h); }, deadline);
       if (w == waited::timed_out) {
         return false;
@@ -479,7 +470,7 @@ private:
       }
       // Full: sleep until the slot at the tail changes (its consumer frees it) or time is up.
       const waited w = await(
-          s->turn, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          s->state, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, deadline);
       if (w == waited::timed_out) {
         return false;
@@ -498,7 +489,7 @@ private:
       s = &slot_of(t);
       // (E1) acquire: pairs with the consumer's release in release_slot() (E3): the previous
       // element has been moved out and destroyed before we construct over it.
-      seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      seen = s->state.load(std::memory_order_acquire) & ~sleeper_bit;
       const auto d = static_cast<std::int64_t>(seen - turn_of(t, state_free));
       if (d == 0) {
         ASYNC_PERTURB();
@@ -527,7 +518,7 @@ private:
     for (;;) {
       s = &slot_of(h);
       // (D2) acquire: pairs with the producer's release in publish() (E2).
-      seen = s->turn.load(std::memory_order_acquire) & ~sleeper_bit;
+      seen = s->state.load(std::memory_order_acquire) & ~sleeper_bit;
       const std::uint64_t full = turn_of(h, state_full);
       if (seen == full || seen == turn_of(h, state_hole)) {
         ASYNC_PERTURB();
@@ -561,11 +552,12 @@ private:
     }
   }
 
+  // Constructs the element of ticket t and publishes it; a throwing constructor publishes a
+  // hole instead, which the consumer of t skips.
   template <typename... Args>
   bool construct_and_publish(slot& s, std::uint64_t t, Args&&... args) {
-    using nothrow = std::is_nothrow_constructible<T, Args&&...>;
-    if (!construct(s, t, std::integral_constant<bool, nothrow::value>(),
-                   std::forward<Args>(args)...)) {
+    if (!s.template emplace<noexcept_check>([this, &s, t] { publish(s, turn_of(t, state_hole)); },
+                                            std::forward<Args>(args)...)) {
       return false;
     }
     ASYNC_PERTURB();
@@ -573,32 +565,12 @@ private:
     return true;
   }
 
-  template <typename... Args>
-  bool construct(slot& s, std::uint64_t, std::true_type /*nothrow*/, Args&&... args) noexcept {
-    ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
-    return true;
-  }
-
-  template <typename... Args>
-  bool construct(slot& s, std::uint64_t t, std::false_type /*may throw*/, Args&&... args) {
-    try {
-      ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
-    } catch (...) {
-      publish(s, turn_of(t, state_hole)); // the consumer of t skips this slot
-      if (noexcept_check) {
-        return false;
-      }
-      throw;
-    }
-    return true;
-  }
-
   // (E2) release: publishes the element (or the hole); pairs with (D2). The exchange also
   // reads the sleeper bit in the same atomic step, so a thread that set it before this point
   // is woken, and one that tries later fails its CAS and sees the new value.
   void publish(slot& s, std::uint64_t value) noexcept {
-    if (ASYNC_UNLIKELY(s.turn.exchange(value, std::memory_order_release) & sleeper_bit)) {
-      detail::unpark_all(&s.turn);
+    if (ASYNC_UNLIKELY(s.state.exchange(value, std::memory_order_release) & sleeper_bit)) {
+      detail::unpark_all(&s.state);
     }
   }
 
@@ -616,22 +588,18 @@ private:
   // acquire: pairs with (E2) for a consumer and with (E3) for a producer.
   static bool own_turn(slot& s, std::uint64_t wanted) noexcept {
     std::uint64_t expected = wanted;
-    return s.turn.compare_exchange_strong(expected, wanted, std::memory_order_acquire,
-                                          std::memory_order_relaxed);
+    return s.state.compare_exchange_strong(expected, wanted, std::memory_order_acquire,
+                                           std::memory_order_relaxed);
   }
 
+  // Moves the element of ticket h out; the slot is released even when the assignment throws.
   template <typename U>
   void take(slot& s, std::uint64_t h, U& out) {
-    struct finish {
-      bounded_queue* q;
-      slot& s;
-      std::uint64_t h;
-      ~finish() {
-        s.item()->~T();
-        q->release_slot(s, h);
-      }
-    } done{this, s, h};
-    detail::assign_relocated(out, *s.item());
+    const auto done = detail::at_scope_exit([this, &s, h] {
+      s.element.destroy();
+      release_slot(s, h);
+    });
+    detail::assign_relocated(out, *s.element.get());
   }
 
   // Spins, then parks on `word` until ready(word) holds, interrupted() holds, or the deadline
@@ -686,7 +654,7 @@ private:
 
   // Clears the sleeper bit (changing the word, so a thread about to park does not sleep) and
   // wakes the threads parked on the slot.
-  void wake_sleepers(slot& s) noexcept { wake_word(s.turn); }
+  void wake_sleepers(slot& s) noexcept { wake_word(s.state); }
 
   static void wake_word(std::atomic<std::uint64_t>& word) noexcept {
     std::uint64_t v = word.load(std::memory_order_seq_cst);
@@ -767,17 +735,10 @@ private:
   std::atomic<std::uint32_t> close_state_{open};
   std::atomic<std::uint64_t> final_ticket_{0};
 
-  // Counters with a line of padding on each side. Padding instead of alignas: an over-aligned
-  // class would break `new bounded_queue` in C++14 (and warn under -Waligned-new).
-  struct separated_counter {
-    char before[line_size];
-    std::atomic<std::uint64_t> value{0};
-    char after[line_size - sizeof(std::atomic<std::uint64_t>)];
-  };
   // Written by consumers (fetch_add or CAS): the next ticket to consume.
-  separated_counter head_;
+  detail::padded<std::atomic<std::uint64_t>, line_size> head_;
   // Written by producers (fetch_add or CAS), and once by close(): the next ticket to produce.
-  separated_counter tail_;
+  detail::padded<std::atomic<std::uint64_t>, line_size> tail_;
 };
 
 } // namespace async

@@ -8,6 +8,7 @@
 #include "detail/node_storage.h"
 #include "detail/perturb.h"
 #include "detail/relocate.h"
+#include "detail/slot.h"
 #include "detail/tagged_index.h"
 #include "detail/traits.h"
 #include "detail/wait.h"
@@ -135,15 +136,15 @@ class queue {
   static_assert(!std::is_reference<T>::value && !std::is_array<T>::value,
                 "async::queue<T>: T must be an object type (not a reference or an array).");
 
-  static constexpr bool noexcept_check = detail::traits_noexcept_check<Traits>::value;
-  static constexpr std::size_t line_size = detail::traits_cacheline<Traits>::value;
-  static constexpr unsigned spin_budget = detail::traits_spin_budget<Traits>::value;
-  static constexpr std::size_t segment_size = detail::traits_segment_size<Traits>::value;
-  static constexpr std::size_t level1 = detail::traits_level1<Traits>::value;
-  static constexpr std::size_t level2 = detail::traits_level2<Traits>::value;
-  static constexpr std::size_t level3 = detail::traits_level3<Traits>::value;
-  static constexpr unsigned index_bits = detail::traits_index_bits<Traits>::value;
-  static constexpr unsigned tag_bits = detail::traits_tag_bits<Traits>::value;
+  static constexpr bool noexcept_check = detail::knob_noexcept_check<Traits, traits>::value;
+  static constexpr std::size_t line_size = detail::knob_cacheline<Traits, traits>::value;
+  static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, traits>::value;
+  static constexpr std::size_t segment_size = detail::knob_segment_size<Traits, traits>::value;
+  static constexpr std::size_t level1 = detail::knob_level1<Traits, traits>::value;
+  static constexpr std::size_t level2 = detail::knob_level2<Traits, traits>::value;
+  static constexpr std::size_t level3 = detail::knob_level3<Traits, traits>::value;
+  static constexpr unsigned index_bits = detail::knob_index_bits<Traits, traits>::value;
+  static constexpr unsigned tag_bits = detail::knob_tag_bits<Traits, traits>::value;
 
   static_assert(line_size >= 16 && (line_size & (line_size - 1)) == 0,
                 "async::queue: CachelineSize must be a power of two, at least 16.");
@@ -212,7 +213,7 @@ public:
       for (std::uint64_t t = id * segment_size; t < (id + 1) * segment_size; ++t) {
         slot& s = slot_of(i, t);
         if (t >= head && s.state.load(std::memory_order_acquire) == slot_full) {
-          s.item()->~T();
+          s.element.destroy();
         }
       }
       const word next = storage_[i].next.load(std::memory_order_acquire);
@@ -247,9 +248,7 @@ public:
     ASYNC_PERTURB();
     const std::uint32_t i = locate_for_ticket(enq_hint_.value, hint, t / segment_size);
     slot& s = slot_of(i, t);
-    using nothrow = std::is_nothrow_constructible<T, Args&&...>;
-    if (!construct_from(i, s, std::integral_constant<bool, nothrow::value>(),
-                        std::forward<Args>(args)...)) {
+    if (!emplace(i, s, std::forward<Args>(args)...)) {
       return false;
     }
     ASYNC_PERTURB();
@@ -275,7 +274,7 @@ public:
     }
     std::size_t in = 0;
     std::size_t left = n;
-    manual_value carry; // an element whose slot was skipped: it goes first in the next round
+    detail::holder<T> carry; // an element whose slot was skipped: it goes first in the next round
     while (left > 0) {
       const word hint = enq_hint_.value.load(std::memory_order_acquire); // (E0)
       check_capacity();
@@ -319,11 +318,9 @@ public:
             notify();
             continue;
           } else {
-            using nothrow = std::is_nothrow_constructible<T, decltype(*first)>;
             auto&& source = *first;
             unsettled = t + 1;
-            const bool made = construct_from(i, s, std::integral_constant<bool, nothrow::value>(),
-                                             std::forward<decltype(source)>(source));
+            const bool made = emplace(i, s, std::forward<decltype(source)>(source));
             if (!made) {
               ++first;
               continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
@@ -554,13 +551,9 @@ private:
   static constexpr std::uint32_t slot_void = 3;
   static constexpr std::uint32_t slot_writing = 4;
 
-  struct slot {
-    // Written by the producer of its ticket (publish or void) and by its consumer (skip).
-    std::atomic<std::uint32_t> state{slot_empty};
-    alignas(T) unsigned char storage[sizeof(T)];
-
-    T* item() noexcept { return reinterpret_cast<T*>(storage); }
-  };
+  // Its state is written by the producer of its ticket (publish or void) and by its consumer
+  // (skip).
+  using slot = detail::slot<T, std::uint32_t>;
 
   static constexpr std::size_t slots_per_line_raw =
       sizeof(slot) >= line_size ? 1 : line_size / sizeof(slot);
@@ -914,24 +907,11 @@ private:
 
   // ---- producer helpers -----------------------------------------------------------------------
 
+  // Constructs the element in slot s of node i; a throwing constructor voids the slot.
   template <typename... Args>
-  bool construct_from(std::uint32_t, slot& s, std::true_type /*nothrow*/, Args&&... args) noexcept {
-    ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
-    return true;
-  }
-
-  template <typename... Args>
-  bool construct_from(std::uint32_t i, slot& s, std::false_type /*may throw*/, Args&&... args) {
-    try {
-      ::new (static_cast<void*>(s.storage)) T(std::forward<Args>(args)...);
-    } catch (...) {
-      void_slot(i, s);
-      if (noexcept_check) {
-        return false;
-      }
-      throw;
-    }
-    return true;
+  bool emplace(std::uint32_t i, slot& s, Args&&... args) {
+    return s.template emplace<noexcept_check>([this, i, &s] { void_slot(i, s); },
+                                              std::forward<Args>(args)...);
   }
 
   // (P1) seq_cst: publishes the element (pairs with the consumer's load (T1)); seq_cst orders
@@ -967,53 +947,21 @@ private:
     }
   }
 
-  // An element held aside (moved out of a skipped slot), with its own storage.
-  struct manual_value {
-    // The element, when there is one: the pointer placement new returned (reading through it,
-    // rather than through the raw storage, also keeps g++ -O2 from a false "maybe
-    // uninitialized" warning).
-    T* value = nullptr;
-    alignas(T) unsigned char storage[sizeof(T)];
-
-    manual_value() = default;
-    manual_value(const manual_value&) = delete;
-    manual_value& operator=(const manual_value&) = delete;
-    ~manual_value() { reset(); }
-
-    bool engaged() const noexcept { return value != nullptr; }
-    T& get() noexcept { return *value; }
-    void take_from(T& from) {
-      reset();
-      value = detail::construct_relocated(static_cast<void*>(storage), from);
-    }
-    void reset() noexcept {
-      if (value != nullptr) {
-        value->~T();
-        value = nullptr;
-      }
-    }
-  };
-
   // The consumer skipped slot s (node i) before its element was published: move the element
   // into `carry` and leave the slot for good. If the move throws, the element is destroyed
   // (the enqueue fails with that exception) and the slot is left all the same.
-  void hand_back(std::uint32_t i, slot& s, manual_value& carry) {
-    struct leave {
-      queue* q;
-      std::uint32_t i;
-      slot& s;
-      ~leave() {
-        s.item()->~T();
-        q->finish_slot(i);
-      }
-    } done{this, i, s};
+  void hand_back(std::uint32_t i, slot& s, detail::holder<T>& carry) {
+    const auto done = detail::at_scope_exit([this, i, &s] {
+      s.element.destroy();
+      finish_slot(i);
+    });
     ASYNC_PERTURB();
-    carry.take_from(*s.item());
+    carry.take_from(*s.element.get());
   }
 
   // The element in slot s of node i was skipped by its consumer: move it to a new ticket.
   bool relocate(std::uint32_t i, slot& s) {
-    manual_value carry;
+    detail::holder<T> carry;
     hand_back(i, s, carry);
     for (;;) {
       const word hint = enq_hint_.value.load(std::memory_order_acquire);           // (E0)
@@ -1042,7 +990,7 @@ private:
   // skipped, having moved nothing and left the slot (finished), when its consumer skipped it
   // before the claim. If the move throws, the slot is voided, the element is destroyed, and the
   // exception propagates (without NOEXCEPT_CHECK) or lost is returned.
-  carried place_carried(std::uint32_t i, slot& s, manual_value& carry) {
+  carried place_carried(std::uint32_t i, slot& s, detail::holder<T>& carry) {
     std::uint32_t expected = slot_empty;
     // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
     // published by the claim, the release comes with the element).
@@ -1053,7 +1001,7 @@ private:
     }
     ASYNC_PERTURB();
     try {
-      detail::construct_relocated(static_cast<void*>(s.storage), carry.get());
+      s.element.relocate_from(carry.get());
     } catch (...) {
       // release: the consumer waiting on the claim sees that nothing is there.
       s.state.store(slot_void, std::memory_order_release);
@@ -1071,8 +1019,6 @@ private:
 
   // ---- consumer helpers -----------------------------------------------------------------------
 
-  // Takes ticket `mine` (slot s of node i). Returns true with the element assigned to out, or
-  // false when the slot carried nothing (skipped or void).
   // Takes ticket `mine` (slot s of node i): waits briefly for its element, hands it to
   // deliver(T&), then destroys it and counts the slot in `finished` (also when deliver throws).
   // Returns false when the slot carried nothing (skipped or void).
@@ -1081,16 +1027,11 @@ private:
     if (!await_slot(i, s, mine)) {
       return false;
     }
-    struct finish {
-      finish_batch& batch;
-      std::uint32_t i;
-      slot& s;
-      ~finish() {
-        s.item()->~T();
-        batch.add(i);
-      }
-    } done{finished, i, s};
-    deliver(*s.item());
+    const auto done = detail::at_scope_exit([&finished, i, &s] {
+      s.element.destroy();
+      finished.add(i);
+    });
+    deliver(*s.element.get());
     return true;
   }
 
@@ -1199,11 +1140,7 @@ private:
   static constexpr std::uint64_t no_close = ~std::uint64_t(0);
 
   template <typename V>
-  struct separated {
-    char before[line_size];
-    std::atomic<V> value{};
-    char after[line_size - sizeof(std::atomic<V>)];
-  };
+  using separated = detail::padded<std::atomic<V>, line_size>;
 
   // ---- data -----------------------------------------------------------------------------------
   // The nodes. Blocks are added by whichever thread first needs them (lock-free).

@@ -39,18 +39,15 @@ TEST_CASE("tagged_index packs, unpacks and wraps its tag", "[tagged_index]") {
   const auto w = t32::make(123456u, 0xdeadbeefu);
   CHECK(t32::index(w) == 123456u);
   CHECK(t32::tag(w) == 0xdeadbeefu);
-  CHECK(t32::index(t32::bump(w)) == 123456u);
-  CHECK(t32::tag(t32::bump(w)) == 0xdeadbef0u);
   CHECK(t32::next_tag(0xffffffffu) == 0u);
   CHECK(t32::is_null(t32::make(t32::null_index, 7)));
   CHECK_FALSE(t32::is_null(t32::make(0, 7)));
-  CHECK(t32::max_nodes == 0xffffffffu);
 
   // A test-width tag wraps after 2^4 reuses and never spills into the index.
   using small = tagged_index<20, 4>;
   auto v = small::make(0xABCDE, 0);
   for (int i = 1; i <= 40; ++i) {
-    v = small::bump(v);
+    v = small::make(small::index(v), small::next_tag(small::tag(v)));
     REQUIRE(small::index(v) == 0xABCDEu);
     REQUIRE(small::tag(v) == static_cast<std::uint32_t>(i % 16));
   }

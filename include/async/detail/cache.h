@@ -3,10 +3,9 @@
 // Cache-line facts and the tools that keep hot data apart:
 //   cache_line_size          the false-sharing granule (ASYNC_CACHE_LINE_SIZE, see config.h)
 //   cpu_pause()              the architecture's spin-wait hint
-//   cache_padded<T>          a T that owns whole cache lines
+//   padded<V, Line>          a V with a line of padding on each side
 //   aligned_allocate/free    over-aligned heap memory that also works in C++14, where operator
 //                            new ignores alignments above alignof(std::max_align_t)
-//   aligned_allocator<T, A>  the same as a standard allocator, for containers
 #ifndef ASYNC_DETAIL_CACHE_H
 #define ASYNC_DETAIL_CACHE_H
 
@@ -94,60 +93,23 @@ inline void aligned_free(void* p) noexcept {
   }
 }
 
-/// A T that starts on a cache-line boundary and fills whole lines, so that nothing else written
-/// by another thread lands on its lines. Heap instances need aligned_allocate (or a containing
-/// object allocated with it) in C++14 for the alignment to hold.
-template <typename T>
-struct alignas(cache_line_size) cache_padded {
-  T value;
+/// A V with at least one cache line of padding on each side, so that nothing another thread
+/// writes shares a line with it (the library's one padding type: counters, hints, test and
+/// benchmark variables). Padding rather than alignas: an over-aligned member would make the
+/// enclosing class over-aligned, and `new` of such a class ignores the alignment in C++14
+/// (g++ warns under -Waligned-new). `Line` is the granule (a queue's Traits may set its own).
+template <typename V, std::size_t Line = cache_line_size>
+struct padded {
+  static_assert(Line != 0 && (Line & (Line - 1)) == 0, "padded: Line must be a power of two.");
 
-  cache_padded() = default;
+  padded() : value() {}
   template <typename... Args>
-  explicit cache_padded(Args&&... args) : value(std::forward<Args>(args)...) {}
+  explicit padded(Args&&... args) : value(std::forward<Args>(args)...) {}
 
-  T& operator*() noexcept { return value; }
-  const T& operator*() const noexcept { return value; }
-  T* operator->() noexcept { return &value; }
-  const T* operator->() const noexcept { return &value; }
+  char before[Line];
+  V value;
+  char after[Line - sizeof(V) % Line];
 };
-
-/// A standard allocator that aligns every block to max(Alignment, alignof(T)). Use it for
-/// containers of over-aligned types in C++14. Stateless; all instances compare equal.
-template <typename T, std::size_t Alignment = cache_line_size>
-class aligned_allocator {
-public:
-  using value_type = T;
-  static constexpr std::size_t alignment = Alignment > alignof(T) ? Alignment : alignof(T);
-
-  template <typename U>
-  struct rebind {
-    using other = aligned_allocator<U, Alignment>;
-  };
-
-  aligned_allocator() noexcept = default;
-  template <typename U>
-  aligned_allocator(const aligned_allocator<U, Alignment>&) noexcept {}
-
-  T* allocate(std::size_t n) {
-    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
-      throw std::bad_alloc();
-    }
-    return static_cast<T*>(aligned_allocate(n * sizeof(T), alignment));
-  }
-  void deallocate(T* p, std::size_t) noexcept { aligned_free(p); }
-
-  template <typename U>
-  bool operator==(const aligned_allocator<U, Alignment>&) const noexcept {
-    return true;
-  }
-  template <typename U>
-  bool operator!=(const aligned_allocator<U, Alignment>&) const noexcept {
-    return false;
-  }
-};
-
-template <typename T, std::size_t Alignment>
-constexpr std::size_t aligned_allocator<T, Alignment>::alignment;
 
 } // namespace detail
 } // namespace async

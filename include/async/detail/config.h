@@ -18,7 +18,7 @@
 //   ASYNC_CPLUSPLUS        14, 17 or 20 (the language version the header is compiled as)
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
-//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_NOINLINE, ASYNC_ALWAYS_INLINE
+//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE
 //   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
 #define ASYNC_DETAIL_CONFIG_H
@@ -99,17 +99,14 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define ASYNC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ASYNC_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define ASYNC_NOINLINE __attribute__((noinline))
 #define ASYNC_ALWAYS_INLINE inline __attribute__((always_inline))
 #elif defined(_MSC_VER)
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
-#define ASYNC_NOINLINE __declspec(noinline)
 #define ASYNC_ALWAYS_INLINE __forceinline
 #else
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
-#define ASYNC_NOINLINE
 #define ASYNC_ALWAYS_INLINE inline
 #endif
 

@@ -36,8 +36,6 @@ struct tagged_index {
 
   /// The reserved index meaning "no node" (all ones).
   static constexpr std::uint32_t null_index = index_mask;
-  /// The largest number of distinct nodes an index can name.
-  static constexpr std::uint64_t max_nodes = std::uint64_t(index_mask);
 
   static constexpr word make(std::uint32_t index, std::uint32_t tag) noexcept {
     return (static_cast<word>(tag & tag_mask) << IndexBits) | (index & index_mask);
@@ -51,8 +49,6 @@ struct tagged_index {
   static constexpr bool is_null(word w) noexcept { return index(w) == null_index; }
   /// The tag after `t`, wrapping to 0 after tag_mask.
   static constexpr std::uint32_t next_tag(std::uint32_t t) noexcept { return (t + 1) & tag_mask; }
-  /// The same index with the next tag: what a reuse of the node publishes.
-  static constexpr word bump(word w) noexcept { return make(index(w), next_tag(tag(w))); }
 };
 
 // Definitions for C++14, where an odr-used static constexpr member needs one.
@@ -62,8 +58,6 @@ template <unsigned I, unsigned T>
 constexpr std::uint32_t tagged_index<I, T>::tag_mask;
 template <unsigned I, unsigned T>
 constexpr std::uint32_t tagged_index<I, T>::null_index;
-template <unsigned I, unsigned T>
-constexpr std::uint64_t tagged_index<I, T>::max_nodes;
 
 } // namespace detail
 } // namespace async
