@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -191,6 +192,66 @@ inline void unpark_all(std::atomic<std::uint64_t>* word) {
 }
 
 #endif
+
+/// Parking on a word of another atomic type (the tests' scheduled atomic, which parks and
+/// wakes its threads itself). The std::atomic overloads above are exact matches, so they win.
+template <typename Word>
+bool park(Word* word, std::uint64_t expected, const wait_clock::time_point* deadline) {
+  return word->park(expected, deadline);
+}
+template <typename Word>
+void unpark_all(Word* word) {
+  word->unpark_all();
+}
+
+/// An event count: a thread that finds nothing to do registers, looks once more, and parks on
+/// an epoch word; a thread that makes work available pays for a wake-up only when somebody is
+/// registered (one load of a line that stays shared otherwise). Atom is the atomic type
+/// template, Line the padding granule. Thread-safe.
+///
+///   waiter:  e = prepare_wait(); look again; if still nothing: wait(e); cancel_wait()
+///   waker:   make the work visible (seq_cst); notify()
+template <template <typename> class Atom, std::size_t Line>
+class event_count {
+public:
+  /// Registers the caller; returns the epoch to pass to wait(). The caller must look for work
+  /// once more before it waits, and call cancel_wait() afterwards in every case.
+  std::uint64_t prepare_wait() noexcept {
+    const std::uint64_t epoch = epoch_.value.load(std::memory_order_seq_cst);
+    // (EC1) seq_cst: registers the waiter before its second look; pairs with (EC2). Either
+    // the waker's seq_cst publication comes first in the single total order and the second
+    // look sees the work, or the waker's (EC2) load sees this registration.
+    waiters_.value.fetch_add(1, std::memory_order_seq_cst);
+    return epoch;
+  }
+
+  void cancel_wait() noexcept { waiters_.value.fetch_sub(1, std::memory_order_relaxed); }
+
+  /// Parks until woken, until *deadline (if not null), or spuriously. False on timeout.
+  bool wait(std::uint64_t epoch, const wait_clock::time_point* deadline) {
+    return park(&epoch_.value, epoch, deadline);
+  }
+
+  /// Wakes every registered waiter, if there is one. Call after a seq_cst publication.
+  void notify() noexcept {
+    // (EC2) seq_cst: after the waker's publication; pairs with (EC1).
+    if (ASYNC_UNLIKELY(waiters_.value.load(std::memory_order_seq_cst) != 0)) {
+      wake_all();
+    }
+  }
+
+  /// Wakes every waiter, registered or about to park (close()).
+  void wake_all() noexcept {
+    epoch_.value.fetch_add(1, std::memory_order_seq_cst);
+    unpark_all(&epoch_.value);
+  }
+
+private:
+  // Written by waiters: how many are registered.
+  padded<Atom<std::uint32_t>, Line> waiters_;
+  // Written by wakers: the word waiters park on.
+  padded<Atom<std::uint64_t>, Line> epoch_;
+};
 
 } // namespace detail
 } // namespace async

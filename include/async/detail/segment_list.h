@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// segment_list: the unbounded queue's list of segments. Ticket t of either side lives in slot
+// t % SegmentSize of segment t / SegmentSize; each segment is a node of a node_pool, and the
+// nodes are linked in segment order by 64-bit {index, tag} words:
+//
+//   anchor -> [node: segment 7] -> [node: segment 8] -> [node: segment 9] -> nil
+//             id, next, claimed, finished, slots          ^ a hint per side (producers, consumers)
+//
+//   find(side, hint, s)   the node of segment s, linking new segments as needed
+//   slot(i, t)            the slot of ticket t in node i
+//   finish(i, n)          n slots of node i are done with (both sides have left them); a node
+//                         whose every slot is done is recycled once it is the oldest segment
+//
+// Invariants:
+//   - A node's id is its segment number while it is linked, and free_flag | (last segment + 1)
+//     while it is not: ids never repeat, so a thread that reads the id it expects knows that
+//     everything else it read from the node (before that read) was of that lifetime.
+//   - Segments are recycled in order, only from the anchor, only when all their slots are done
+//     and the next segment is linked. A thread holding a ticket in segment s keeps s (and every
+//     later segment) alive, and the anchor stays at or before s: every segment such a thread
+//     may need is reachable from the anchor.
+//   - A link's tag is the low bits of the segment number it names; a node's "no next node"
+//     value is tagged with the node's own segment, so an appender that saw an earlier life of
+//     the node fails its CAS.
+#ifndef ASYNC_DETAIL_SEGMENT_LIST_H
+#define ASYNC_DETAIL_SEGMENT_LIST_H
+
+#include "config.h"
+
+#include "cache.h"
+#include "node_pool.h"
+#include "perturb.h"
+#include "tagged_index.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <thread>
+
+namespace async {
+namespace detail {
+
+/// The segments of an unbounded queue: SegmentSize slots of type Slot each (Slot has an atomic
+/// member `state` whose value 0 means "empty"), in nodes of a node_pool of L1 x L2 x L3, linked
+/// by tagged_index<IndexBits, TagBits> words. Atom is the atomic type template of the protocol
+/// words. Every member is thread-safe and lock-free unless it says otherwise.
+template <typename Slot, std::size_t SegmentSize, std::size_t L1, std::size_t L2, std::size_t L3,
+          unsigned IndexBits, unsigned TagBits, std::size_t Line, template <typename> class Atom>
+class segment_list {
+public:
+  using link = tagged_index<IndexBits, TagBits>;
+  using word = typename link::word;
+  static constexpr std::size_t segment_size = SegmentSize;
+  /// The most nodes that can exist at once.
+  static constexpr std::uint64_t capacity = std::uint64_t(L1) * L2 * L3;
+
+  /// Each side (producers, consumers) keeps a hint: a recent segment, where its threads start
+  /// looking.
+  enum side : unsigned { producers = 0, consumers = 1 };
+
+  /// The list holding segment `first_segment`, and at least `reserve` slots' worth of nodes on
+  /// the free list. Throws std::length_error when the storage cannot hold that many. Not
+  /// thread-safe (construction).
+  segment_list(std::uint64_t first_segment, std::size_t reserve) : pool_(tag_of(first_segment)) {
+    const std::uint32_t first = pool_.allocate();
+    node& n = pool_[first];
+    n.id.store(first_segment, std::memory_order_relaxed);
+    n.next.store(nil_after(first_segment), std::memory_order_relaxed);
+    const word w = link::make(first, tag_of(first_segment));
+    anchor_.value.store(w, std::memory_order_relaxed);
+    for (auto& h : hints_) {
+      h.value.store(w, std::memory_order_relaxed);
+    }
+    // Written without reserve + segment_size - 1, which wraps for reserve near SIZE_MAX.
+    const std::uint64_t nodes = reserve / segment_size + (reserve % segment_size != 0 ? 1 : 0);
+    if (nodes > capacity - 1) {
+      throw std::length_error("async::queue: cannot reserve more elements than the node storage "
+                              "holds (raise NODE_LEVEL1..3)");
+    }
+    for (std::uint64_t k = 0; k < nodes; ++k) {
+      pool_.give_back(pool_.allocate());
+    }
+  }
+
+  segment_list(const segment_list&) = delete;
+  segment_list& operator=(const segment_list&) = delete;
+
+  /// The side's hint, to read before taking a ticket: it then names a segment at or before the
+  /// ticket's (or a node recycled since, which find() notices).
+  word hint(side which) const noexcept {
+    // (SL0) acquire: pairs with the release CAS that moved the hint (SL4).
+    return hints_[which].value.load(std::memory_order_acquire);
+  }
+
+  /// The node of segment s, for a thread that holds a ticket in s (read `seen` from hint()
+  /// before taking it). Links new segments as needed. The ticket cannot be given back (the
+  /// other side of its slot depends on it), so when the segment cannot be created because
+  /// memory or the storage is exhausted, this waits for another thread to create it or for
+  /// memory. Lock-free otherwise.
+  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
+    for (;;) {
+      try {
+        return locate(which, seen, s);
+      } catch (...) {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  /// The node of segment s, the successor of segment s - 1 in node i (a thread walking
+  /// consecutive tickets).
+  std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s) noexcept {
+    return find(which, link::make(i, tag_of(s - 1)), s);
+  }
+
+  /// The slot of ticket t in node i (which is t's segment). Consecutive tickets go to different
+  /// cache lines: ticket k of a segment lives on line k % lines_per_segment, at position
+  /// k / lines_per_segment within it.
+  Slot& slot(std::uint32_t i, std::uint64_t t) const noexcept {
+    const std::size_t k = static_cast<std::size_t>(t % segment_size);
+    return pool_[i].slots[(k % lines_per_segment) * slots_per_line + k / lines_per_segment];
+  }
+
+  /// Whether node i is segment s right now (a guess: it may change before the caller acts).
+  bool holds(std::uint32_t i, std::uint64_t s) const noexcept {
+    return pool_[i].id.load(std::memory_order_acquire) == s;
+  }
+
+  /// `slots` slots of node i are done with: the last party of each (producer or consumer) has
+  /// left it. The node is recycled once all of its slots are, in segment order.
+  void finish(std::uint32_t i, std::uint32_t slots = 1) noexcept {
+    ASYNC_PERTURB(); // the slot is left, not yet counted
+    // (SF1) seq_cst (acq_rel for the counting: the last finisher sees everything done in the
+    // node's slots); seq_cst orders it before the anchor and link loads in try_recycle,
+    // against (SR2) and (SA1).
+    const std::uint32_t before = pool_[i].finished.fetch_add(slots, std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(before + slots == segment_size)) {
+      try_recycle();
+    }
+  }
+
+  /// Throws std::length_error when every node of the storage is in use and none is free: a
+  /// producer calls it before taking a ticket, which it then might not be able to serve.
+  void check_room() const {
+    if (ASYNC_UNLIKELY(pool_.exhausted())) {
+      throw std::length_error("async::queue: node storage exhausted (raise NODE_LEVEL1..3)");
+    }
+  }
+
+  /// Calls f(i, s) for each linked segment s (node i) from the oldest on. Not thread-safe: no
+  /// other call may run (the queue's destructor).
+  template <typename F>
+  void for_each_segment(F f) const {
+    std::uint32_t i = link::index(anchor_.value.load(std::memory_order_acquire));
+    for (;;) {
+      const std::uint64_t id = pool_[i].id.load(std::memory_order_acquire);
+      f(i, id);
+      const word next = pool_[i].next.load(std::memory_order_acquire);
+      if (link::is_null(next) ||
+          pool_[link::index(next)].id.load(std::memory_order_acquire) != id + 1) {
+        return;
+      }
+      i = link::index(next);
+    }
+  }
+
+  /// Nodes taken from the storage so far (in use plus free).
+  std::uint64_t nodes_allocated() const noexcept { return pool_.allocated(); }
+  /// Bytes of node storage held.
+  std::size_t bytes() const noexcept { return pool_.bytes(); }
+
+  /// Counts finished slots of one node at a time (a bulk consumer): one fetch_add per node
+  /// instead of one per element. Flushed when the node changes, before a walk moves on to the
+  /// next segment, and at the end. Not thread-safe (one per call).
+  class finish_batch {
+  public:
+    explicit finish_batch(segment_list& list) noexcept : list_(list) {}
+    finish_batch(const finish_batch&) = delete;
+    finish_batch& operator=(const finish_batch&) = delete;
+    ~finish_batch() { flush(); }
+
+    void add(std::uint32_t i) noexcept {
+      if (count_ != 0 && i != node_) {
+        flush();
+      }
+      node_ = i;
+      ++count_;
+    }
+    void flush() noexcept {
+      if (count_ != 0) {
+        list_.finish(node_, count_);
+        count_ = 0;
+      }
+    }
+
+  private:
+    segment_list& list_;
+    std::uint32_t node_ = 0;
+    std::uint32_t count_ = 0;
+  };
+
+  /// Consecutive tickets [next, end) taken by one fetch_add of a bulk call, walked in order
+  /// across segments. A consumer's walk flushes its finish_batch before it moves on (the node
+  /// it leaves may then be recycled; otherwise the storage could run out under it). Not
+  /// thread-safe (one per call).
+  class walk {
+  public:
+    walk(segment_list& list, side which, word seen, std::uint64_t first, std::uint64_t last,
+         finish_batch* batch = nullptr) noexcept
+        : next(first), end(last), list_(list), side_(which), batch_(batch),
+          segment_(first / segment_size), node_(list.find(which, seen, segment_)) {}
+
+    /// The slot of ticket `next`; its node goes to `i`.
+    Slot& slot(std::uint32_t& i) noexcept {
+      const std::uint64_t s = next / segment_size;
+      if (s != segment_) { // the next segment: walks only move forward, one segment at a time
+        if (batch_ != nullptr) {
+          batch_->flush();
+        }
+        node_ = list_.find_after(side_, node_, s);
+        segment_ = s;
+      }
+      i = node_;
+      return list_.slot(node_, next);
+    }
+
+    std::uint64_t next; // the first ticket of the walk that the caller has not settled
+    std::uint64_t end;  // one past the walk's last ticket
+
+  private:
+    segment_list& list_;
+    side side_;
+    finish_batch* batch_;
+    std::uint64_t segment_;
+    std::uint32_t node_;
+  };
+
+private:
+  // A node's id while it is not linked: free_flag | (one more than its last segment number,
+  // 0 for a fresh node).
+  static constexpr std::uint64_t free_flag = std::uint64_t(1) << 63;
+
+  struct node {
+    // Line 1, read by every operation and written once per lifetime of the node.
+    // Written when the node is linked (segment number) and when it is recycled (free_flag).
+    Atom<std::uint64_t> id{free_flag};
+    // Written once per lifetime by the CAS that links the next segment (from the "nil" link).
+    Atom<word> next{link::make(link::null_index, 0)};
+    // Written by the one thread that wins the right to recycle the node: last segment + 1.
+    Atom<std::uint64_t> claimed{0};
+    // Written by the thread that pushes the node on the free list.
+    Atom<std::uint32_t> free_next{link::null_index};
+    char pad1[Line - (3 * sizeof(Atom<std::uint64_t>) + sizeof(Atom<std::uint32_t>)) % Line];
+    // Line 2. Written by the last party to leave each slot: how many slots are finished.
+    Atom<std::uint32_t> finished{0};
+    char pad2[Line - sizeof(Atom<std::uint32_t>) % Line];
+    Slot slots[segment_size];
+  };
+
+  using pool_type = node_pool<node, L1, L2, L3, link, Line, Atom>;
+
+  static constexpr std::size_t floor_pow2(std::size_t x) {
+    return x <= 1 ? 1 : 2 * floor_pow2(x / 2);
+  }
+  static constexpr std::size_t slots_per_line_raw = sizeof(Slot) >= Line ? 1 : Line / sizeof(Slot);
+  static constexpr std::size_t slots_per_line = floor_pow2(slots_per_line_raw) > segment_size
+                                                    ? segment_size
+                                                    : floor_pow2(slots_per_line_raw);
+  static constexpr std::size_t lines_per_segment = segment_size / slots_per_line;
+
+  static constexpr std::uint32_t tag_of(std::uint64_t segment) noexcept {
+    return static_cast<std::uint32_t>(segment) & link::tag_mask;
+  }
+  // The "no next node" value of a node that is segment s: tagged with s, so that a stale
+  // appender (who saw the node as an earlier segment) fails its CAS.
+  static constexpr word nil_after(std::uint64_t s) noexcept {
+    return link::make(link::null_index, tag_of(s));
+  }
+  static constexpr bool is_free(std::uint64_t id) noexcept { return (id & free_flag) != 0; }
+
+  // The index of the node that is segment s, appending segments as needed, starting from the
+  // node `seen` names. The caller's ticket keeps segment s alive: a node is recycled only after
+  // both parties of each of its slots have left it, so once a node is seen with id == s it
+  // stays segment s until the caller is done with its slot.
+  std::uint32_t locate(side which, word seen, std::uint64_t s) {
+    std::uint32_t i = link::index(seen);
+    // (SL1) acquire: pairs with (SL2), the release that made the node segment id.
+    std::uint64_t id = pool_[i].id.load(std::memory_order_acquire);
+    if (ASYNC_LIKELY(id == s)) {
+      return i;
+    }
+    ASYNC_PERTURB(); // the hint was stale
+    if (is_free(id) || id > s) {
+      anchor_node(s, i, id);
+    }
+    i = walk_to(i, id, s);
+    // (SL4) release: moves the hint forward, publishing the node's id (pairs with (SL0)). A
+    // failure means another thread moved it: fine either way.
+    if (link::index(seen) != i) {
+      hints_[which].value.compare_exchange_strong(
+          seen, link::make(i, tag_of(s)), std::memory_order_release, std::memory_order_relaxed);
+    }
+    return i;
+  }
+
+  // Loads the oldest live segment (the anchor): its node index and segment number. The anchor
+  // is at or before every segment that a thread holding a ticket may still need.
+  void anchor_node(std::uint64_t s, std::uint32_t& i, std::uint64_t& id) const noexcept {
+    for (;;) {
+      // (SL5) acquire: pairs with (SR2), the store that moved the anchor.
+      const word a = anchor_.value.load(std::memory_order_acquire);
+      i = link::index(a);
+      id = pool_[i].id.load(std::memory_order_acquire);
+      if (!is_free(id) && id <= s) {
+        return;
+      }
+      // The anchor moved on and its old node was recycled between our two loads: reload.
+    }
+  }
+
+  // From node i (segment id <= s, live when read) to segment s, linking segments as needed.
+  std::uint32_t walk_to(std::uint32_t i, std::uint64_t id, std::uint64_t s) {
+    while (id < s) {
+      node& n = pool_[i];
+      // (SL3) acquire: pairs with (SA1), the CAS that linked the next node.
+      word next = n.next.load(std::memory_order_acquire);
+      if (link::is_null(next)) {
+        if (n.id.load(std::memory_order_acquire) == id) {
+          next = append(n, id);
+        }
+        if (link::is_null(next)) { // n was recycled under us
+          anchor_node(s, i, id);
+          continue;
+        }
+      }
+      ASYNC_PERTURB(); // read the link, not yet its node
+      const std::uint32_t j = link::index(next);
+      std::uint64_t jid = pool_[j].id.load(std::memory_order_acquire);
+      ASYNC_PERTURB(); // read the next node's id, not yet validated
+      // Validate: ids never repeat, so if n is still segment id, `next` was read from this
+      // lifetime of n, and the node it names cannot have been recycled when jid was read
+      // (segments are recycled in order, n first).
+      if (n.id.load(std::memory_order_acquire) != id) {
+        anchor_node(s, i, id);
+        continue;
+      }
+      if (jid != id + 1) {
+        if (is_free(jid)) {
+          ASYNC_PERTURB(); // linked, but its linker has not named it yet: help
+          set_id(pool_[j], jid, id + 1);
+          jid = pool_[j].id.load(std::memory_order_acquire);
+        }
+        if (jid != id + 1) {
+          anchor_node(s, i, id);
+          continue;
+        }
+      }
+      i = j;
+      id = jid;
+    }
+    return i;
+  }
+
+  // (SL2) release: makes the node segment `to` (its slots were reset before it was linked);
+  // pairs with (SL1) and the other acquire loads of an id.
+  static void set_id(node& n, std::uint64_t from, std::uint64_t to) noexcept {
+    n.id.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+  // Links a fresh node after n (segment id) unless another thread did; returns n's next link
+  // (or a nil link if n turned out to be recycled: the caller revalidates).
+  word append(node& n, std::uint64_t id) {
+    const std::uint32_t j = pool_.take();
+    node& fresh = pool_[j];
+    const std::uint64_t fresh_id = fresh.id.load(std::memory_order_relaxed);
+    fresh.next.store(nil_after(id + 1), std::memory_order_relaxed);
+    fresh.finished.store(0, std::memory_order_relaxed);
+    for (auto& s : fresh.slots) {
+      s.state.store(0, std::memory_order_relaxed);
+    }
+    word expected = nil_after(id);
+    ASYNC_PERTURB(); // the fresh node is reset, not yet linked
+    // (SA1) seq_cst: publishes the reset node (pairs with (SL3)); seq_cst also orders it before
+    // the anchor check in try_recycle below, against a finisher's (SF1).
+    if (!n.next.compare_exchange_strong(expected, link::make(j, tag_of(id + 1)),
+                                        std::memory_order_seq_cst, std::memory_order_acquire)) {
+      pool_.give_back(j); // lost the race (or n was recycled): nobody saw this node
+      return expected;
+    }
+    ASYNC_PERTURB(); // linked, not yet named
+    // The CAS proves that n.next held nil_after(id), not that n was still segment id: a node
+    // recycled since the caller looked at it, then taken by another stalled appender and reset
+    // for segment id (the same number: both work on a segment long gone), holds that very
+    // value. Ids never come back, so n.id == id now means n was segment id at the CAS.
+    if (n.id.load(std::memory_order_acquire) == id) {
+      set_id(fresh, fresh_id, id + 1);
+      try_recycle();
+      return link::make(j, tag_of(id + 1));
+    }
+    // n has left segment id. Had the link been real, n could only have been recycled after its
+    // recycler named j (try_recycle names the next node before it frees the old one), so an
+    // unnamed j means the link went into a recycled node. Nobody trusts a link without seeing
+    // its node's id first, so nobody can reach j through it: give j back.
+    // acquire: pairs with the recycler's naming of j (acq_rel), which comes before its release
+    // of n's free id that the load above read.
+    if (fresh.id.load(std::memory_order_acquire) == fresh_id) {
+      pool_.give_back(j);
+      return nil_after(id);
+    }
+    return link::make(j, tag_of(id + 1)); // real, and already named; the caller revalidates
+  }
+
+  // Recycles finished segments at the anchor, in order, while each has a successor. Safe to
+  // call from any thread at any time: one thread wins the right to recycle each segment.
+  void try_recycle() noexcept {
+    for (;;) {
+      const word a = anchor_.value.load(std::memory_order_seq_cst);
+      const std::uint32_t i = link::index(a);
+      node& n = pool_[i];
+      const std::uint64_t id = n.id.load(std::memory_order_acquire);
+      // The node must still be in the life the anchor named (its tag): a node recycled since
+      // the anchor was read may now be a later, finished segment in the middle of the list, and
+      // recycling that would move the anchor past unfinished segments.
+      if (is_free(id) || link::tag(a) != tag_of(id) ||
+          n.finished.load(std::memory_order_seq_cst) != segment_size) {
+        return;
+      }
+      const word next = n.next.load(std::memory_order_seq_cst);
+      if (link::is_null(next)) {
+        return; // whoever links the next segment calls try_recycle again
+      }
+      ASYNC_PERTURB(); // finished and linked, not yet claimed
+      std::uint64_t claimed = n.claimed.load(std::memory_order_acquire);
+      if (claimed > id || n.id.load(std::memory_order_acquire) != id) {
+        return; // already claimed, or recycled since we looked
+      }
+      // (SR1) the claim: `claimed` only grows, so a thread that looked at an earlier lifetime
+      // of the node fails here.
+      if (!n.claimed.compare_exchange_strong(claimed, id + 1, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+        return;
+      }
+      ASYNC_PERTURB(); // claimed, the next node not yet named
+      const std::uint32_t j = link::index(next);
+      const std::uint64_t jid = pool_[j].id.load(std::memory_order_acquire);
+      if (is_free(jid)) {
+        set_id(pool_[j], jid, id + 1);
+      }
+      ASYNC_PERTURB(); // the next node named, the old one not yet freed
+      // The old node stops being segment id before the anchor moves on (and so before the
+      // next node can be recycled): a walker that read n.next and then the next node's id
+      // re-checks n.id after that read, so it never trusts an id that the next node received
+      // in a later life (it would "help" name a node that is back on the free list).
+      n.id.store(free_flag | (id + 1), std::memory_order_release);
+      ASYNC_PERTURB(); // the old node freed, the anchor not yet moved
+      // (SR2) seq_cst: moves the anchor (pairs with (SL5)); seq_cst orders it before the check
+      // of the next node's counter, against (SF1). Threads that find the anchor naming a free
+      // node wait in anchor_node for this store.
+      anchor_.value.store(link::make(j, tag_of(id + 1)), std::memory_order_seq_cst);
+      ASYNC_PERTURB(); // the anchor moved, the old node not yet on the free list
+      pool_.give_back(i);
+    }
+  }
+
+  // ---- data -----------------------------------------------------------------------------------
+  // The nodes and their free list.
+  pool_type pool_;
+  // Written by the thread that recycles the oldest segment: the oldest live segment.
+  padded<Atom<word>, Line> anchor_;
+  // Written by threads of each side that reach a new segment: where that side starts looking.
+  padded<Atom<word>, Line> hints_[2];
+};
+
+template <typename Slot, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3, unsigned I,
+          unsigned T, std::size_t Line, template <typename> class Atom>
+constexpr std::size_t segment_list<Slot, S, L1, L2, L3, I, T, Line, Atom>::segment_size;
+template <typename Slot, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3, unsigned I,
+          unsigned T, std::size_t Line, template <typename> class Atom>
+constexpr std::uint64_t segment_list<Slot, S, L1, L2, L3, I, T, Line, Atom>::capacity;
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_SEGMENT_LIST_H
