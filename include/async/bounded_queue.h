@@ -9,6 +9,7 @@
 #include "detail/relocate.h"
 #include "detail/slot.h"
 #include "detail/traits.h"
+#include "detail/turn.h"
 #include "detail/wait.h"
 
 #include <atomic>
@@ -104,9 +105,12 @@ class bounded_queue {
   static constexpr bool noexcept_check = detail::knob_noexcept_check<Traits, bounded_traits>::value;
   static constexpr std::size_t line_size = detail::knob_cacheline<Traits, bounded_traits>::value;
   static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, bounded_traits>::value;
-  static constexpr unsigned yield_budget = spin_budget == 0 ? 0 : 16;
   static_assert(line_size >= sizeof(std::uint64_t) && (line_size & (line_size - 1)) == 0,
                 "bounded_queue: Traits::CachelineSize must be a power of two of at least 8.");
+
+  // The atomic type of the protocol words (std::atomic; a test seam, see detail/traits.h).
+  template <typename V>
+  using atom = typename detail::knob_atomic<Traits>::template type<V>;
 
 public:
   using value_type = T;
@@ -126,13 +130,13 @@ public:
     layout_ring();
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
-    abandoned_ = static_cast<std::atomic<std::uint64_t>*>(
-        detail::aligned_allocate(capacity_ * sizeof(std::atomic<std::uint64_t>), line_size));
+    abandoned_ = static_cast<atom<std::uint64_t>*>(
+        detail::aligned_allocate(capacity_ * sizeof(atom<std::uint64_t>), line_size));
     for (std::size_t i = 0; i < ring_slots_; ++i) {
       ::new (static_cast<void*>(ring_ + i)) slot();
     }
     for (std::size_t i = 0; i < capacity_; ++i) {
-      ::new (static_cast<void*>(abandoned_ + i)) std::atomic<std::uint64_t>(0);
+      ::new (static_cast<void*>(abandoned_ + i)) atom<std::uint64_t>(0);
     }
     for (std::size_t k = 0; k < capacity_; ++k) {
       const std::uint64_t t = start.value + k;
@@ -184,23 +188,23 @@ public:
   bool blocking_enqueue(Args&&... args) {
     // A full queue is waited on without a ticket: a producer holding one can only go when its
     // own slot frees, so where threads outnumber cores, tickets queued behind a full ring make
-    // every hand-off wait for one particular thread to be scheduled (measured in the funnel
-    // benchmark: 13 producers, 1 consumer, 2 cores, capacity 16: 0.24 M/s with tickets).
+    // every hand-off wait for one particular thread to be scheduled (the funnel benchmark
+    // shows it; README, "Implementation").
     if (ASYNC_UNLIKELY(looks_behind(tail_.value, state_free))) { // full
       return enqueue_when_room(nullptr, std::forward<Args>(args)...);
     }
-    // (P1) acquire: pairs with (C1) in close(), so that a ticket taken after close() sees it.
+    // (BP1) acquire: pairs with (BC1) in close(), so that a ticket taken after close() sees it.
     const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_acquire);
     if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
         ticket_after_close(t)) {
       return false;
     }
-    ASYNC_PERTURB();
+    ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
     slot& s = slot_of(t);
     const std::uint64_t wanted = turn_of(t, state_free);
-    if (ASYNC_UNLIKELY(!own_turn(s, wanted))) {
+    if (ASYNC_UNLIKELY(!turn::own(s.state, wanted))) {
       const waited w = await(
-          s.state, [wanted](std::uint64_t v) { return (v & ~sleeper_bit) == wanted; },
+          s.state, [wanted](std::uint64_t v) { return (v & ~turn::sleeper_bit) == wanted; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr);
       if (w != waited::ready) {
         abandon(t, s);
@@ -245,17 +249,17 @@ public:
       return dequeue_when_ready(nullptr, out);
     }
     for (;;) {
-      // (D1) relaxed: the ticket only names a slot; the element is acquired through its turn.
+      // (BD1) relaxed: the ticket only names a slot; the element is acquired through its turn.
       const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
       slot& s = slot_of(h);
       const std::uint64_t full = turn_of(h, state_full);
       const std::uint64_t hole = turn_of(h, state_hole);
       std::uint64_t v = full;
-      if (ASYNC_UNLIKELY(!own_turn(s, full))) {
+      if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
         const waited w = await(
             s.state,
             [full, hole](std::uint64_t x) {
-              x &= ~sleeper_bit;
+              x &= ~turn::sleeper_bit;
               return x == full || x == hole;
             },
             [this, h] { return consumer_ticket_is_dead(h); }, nullptr);
@@ -265,7 +269,7 @@ public:
           }
           continue; // the producer of h gave up when the queue closed: skip its ticket
         }
-        v = s.state.load(std::memory_order_acquire) & ~sleeper_bit;
+        v = s.state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
       }
       if (ASYNC_LIKELY(v == full)) {
         take(s, h, out);
@@ -295,21 +299,21 @@ public:
       wait_until_closed();
       return;
     }
-    // (C1) release: the last value of the tail that producers may use. A producer whose
-    // fetch_add comes later in the tail's modification order acquires this (P1) and sees
+    // (BC1) release: the last value of the tail that producers may use. A producer whose
+    // fetch_add comes later in the tail's modification order acquires this (BP1) and sees
     // `closing`, so it compares its ticket with final_ticket_ and gives up.
     const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_acq_rel);
     for (std::size_t i = 0; i < capacity_; ++i) {
       abandoned_[i].store(last, std::memory_order_relaxed); // "no producer gave up here"
     }
     final_ticket_.store(last, std::memory_order_relaxed);
-    // (C2) seq_cst: publishes final_ticket_ and abandoned_ (pairs with the acquire loads in
+    // (BC2) seq_cst: publishes final_ticket_ and abandoned_ (pairs with the acquire loads in
     // wait_until_closed), and orders this store before the sleeper-bit reads below (pairs with
-    // the seq_cst CAS in await: a waiter either sees `closed` or is woken here).
+    // (TW4): a waiter either sees `closed` or is woken here).
     close_state_.store(closed, std::memory_order_seq_cst);
-    ASYNC_PERTURB();
+    ASYNC_PERTURB(); // closed, nobody woken yet
     for (std::size_t i = 0; i < capacity_; ++i) {
-      wake_sleepers(ring_[physical_index(i)]);
+      turn::wake(ring_[physical_index(i)].state);
     }
   }
 
@@ -339,13 +343,13 @@ public:
   }
 
 private:
-  // A slot's turn word is 8 * ticket + state (+ sleeper_bit). For the ticket t that maps to it:
+  // A slot's turn word is 8 * ticket + state (+ the sleeper bit of detail::turn, bit 0). For the
+  // ticket t that maps to it:
   //   8t + state_free   free: the producer holding t may construct
   //   8t + state_full   the element of t is published: its consumer may take it
   //   8t + state_hole   the producer of t failed to construct: its consumer skips the slot
   // and the consumer of t hands the slot on by storing 8(t + capacity) + state_free.
   // Computed modulo 2^64, so the encoding wraps with the 64-bit tickets.
-  static constexpr std::uint64_t sleeper_bit = 1; // a thread is parked on this word
   static constexpr std::uint64_t state_free = 0;
   static constexpr std::uint64_t state_full = 2;
   static constexpr std::uint64_t state_hole = 4;
@@ -355,14 +359,15 @@ private:
   static constexpr std::uint32_t closing = 1;
   static constexpr std::uint32_t closed = 2;
 
-  // The slot's state word is its turn (above).
-  using slot = detail::slot<T, std::uint64_t>;
+  // The slot's state word is its turn (above), handed on with the protocol of detail::turn.
+  using slot = detail::slot<T, std::uint64_t, atom>;
+  using turn = detail::turn;
+  using waited = turn::waited;
 
   static constexpr std::size_t ring_alignment = alignof(slot) > line_size ? alignof(slot)
                                                                           : line_size;
 
   enum class claim { claimed, unavailable, closed };
-  enum class waited { ready, interrupted, timed_out };
 
   static constexpr std::uint64_t turn_of(std::uint64_t ticket, std::uint64_t state) noexcept {
     return ticket * 8 + state;
@@ -416,9 +421,10 @@ private:
   // `state` for that ticket: the queue looks full (tail_, state_free) or empty (head_,
   // state_full). A hint only (relaxed loads): it picks how a blocking call waits, never what it
   // does.
-  bool looks_behind(const std::atomic<std::uint64_t>& side, std::uint64_t state) const noexcept {
+  bool looks_behind(const atom<std::uint64_t>& side, std::uint64_t state) const noexcept {
     const std::uint64_t t = side.load(std::memory_order_relaxed);
-    const std::uint64_t seen = slot_of(t).state.load(std::memory_order_relaxed) & ~sleeper_bit;
+    const std::uint64_t seen =
+        slot_of(t).state.load(std::memory_order_relaxed) & ~turn::sleeper_bit;
     return static_cast<std::int64_t>(seen - turn_of(t, state)) < 0;
   }
 
@@ -442,7 +448,7 @@ private:
       }
       // Empty: sleep until the slot at the head changes (its producer publishes) or time is up.
       const waited w = await(
-          s->state, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          s->state, [seen](std::uint64_t v) { return (v & ~turn::sleeper_bit) != seen; },
           [this, h] { return consumer_ticket_is_dead(h); }, deadline);
       if (w == waited::timed_out) {
         return false;
@@ -470,7 +476,7 @@ private:
       }
       // Full: sleep until the slot at the tail changes (its consumer frees it) or time is up.
       const waited w = await(
-          s->state, [seen](std::uint64_t v) { return (v & ~sleeper_bit) != seen; },
+          s->state, [seen](std::uint64_t v) { return (v & ~turn::sleeper_bit) != seen; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, deadline);
       if (w == waited::timed_out) {
         return false;
@@ -487,13 +493,13 @@ private:
     t = tail_.value.load(std::memory_order_relaxed);
     for (;;) {
       s = &slot_of(t);
-      // (E1) acquire: pairs with the consumer's release in release_slot() (E3): the previous
+      // (BE1) acquire: pairs with the consumer's publish in release_slot() (TW2): the previous
       // element has been moved out and destroyed before we construct over it.
-      seen = s->state.load(std::memory_order_acquire) & ~sleeper_bit;
+      seen = s->state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
       const auto d = static_cast<std::int64_t>(seen - turn_of(t, state_free));
       if (d == 0) {
         ASYNC_PERTURB();
-        // acquire on success: as (P1), a ticket taken after close() must see it.
+        // acquire on success: as (BP1), a ticket taken after close() must see it.
         if (tail_.value.compare_exchange_weak(t, t + 1, std::memory_order_acquire,
                                               std::memory_order_relaxed)) {
           if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
@@ -517,8 +523,8 @@ private:
     h = head_.value.load(std::memory_order_relaxed);
     for (;;) {
       s = &slot_of(h);
-      // (D2) acquire: pairs with the producer's release in publish() (E2).
-      seen = s->state.load(std::memory_order_acquire) & ~sleeper_bit;
+      // (BD2) acquire: pairs with the producer's publish (TW2).
+      seen = s->state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
       const std::uint64_t full = turn_of(h, state_full);
       if (seen == full || seen == turn_of(h, state_hole)) {
         ASYNC_PERTURB();
@@ -556,40 +562,20 @@ private:
   // hole instead, which the consumer of t skips.
   template <typename... Args>
   bool construct_and_publish(slot& s, std::uint64_t t, Args&&... args) {
-    if (!s.template emplace<noexcept_check>([this, &s, t] { publish(s, turn_of(t, state_hole)); },
-                                            std::forward<Args>(args)...)) {
+    if (!s.template emplace<noexcept_check>(
+            [&s, t] { turn::publish(s.state, turn_of(t, state_hole)); },
+            std::forward<Args>(args)...)) {
       return false;
     }
-    ASYNC_PERTURB();
-    publish(s, turn_of(t, state_full));
+    ASYNC_PERTURB(); // constructed, not yet published
+    turn::publish(s.state, turn_of(t, state_full));
     return true;
   }
 
-  // (E2) release: publishes the element (or the hole); pairs with (D2). The exchange also
-  // reads the sleeper bit in the same atomic step, so a thread that set it before this point
-  // is woken, and one that tries later fails its CAS and sees the new value.
-  void publish(slot& s, std::uint64_t value) noexcept {
-    if (ASYNC_UNLIKELY(s.state.exchange(value, std::memory_order_release) & sleeper_bit)) {
-      detail::unpark_all(&s.state);
-    }
-  }
-
-  // (E3) release: the element is gone; the slot belongs to the producer of h + capacity.
-  // Pairs with (E1) and with the blocked producer's acquire in await().
+  // The element is gone: the slot belongs to the producer of h + capacity (its (BE1) or its
+  // own() acquires this publish).
   void release_slot(slot& s, std::uint64_t h) noexcept {
-    publish(s, turn_of(h + capacity_, state_free));
-  }
-
-  // The fast-path check of a blocking call: is the slot's turn exactly `wanted`? Done as a CAS
-  // of the value onto itself rather than a load, so that the line arrives in this core's cache
-  // exclusively at once; the exchange that ends the operation then needs no second coherence
-  // round trip (a load followed by an exchange costs two). A sleeper bit fails the CAS and
-  // sends the caller to the slow path, which handles it.
-  // acquire: pairs with (E2) for a consumer and with (E3) for a producer.
-  static bool own_turn(slot& s, std::uint64_t wanted) noexcept {
-    std::uint64_t expected = wanted;
-    return s.state.compare_exchange_strong(expected, wanted, std::memory_order_acquire,
-                                           std::memory_order_relaxed);
+    turn::publish(s.state, turn_of(h + capacity_, state_free));
   }
 
   // Moves the element of ticket h out; the slot is released even when the assignment throws.
@@ -602,81 +588,20 @@ private:
     detail::assign_relocated(out, *s.element.get());
   }
 
-  // Spins, then parks on `word` until ready(word) holds, interrupted() holds, or the deadline
-  // passes. interrupted() is re-evaluated after the sleeper bit is set and before sleeping; a
-  // thread that makes it true must then call wake_sleepers() on the word.
+  // Waits on a slot's turn word with the library's waiting policy (detail::backoff): spins for
+  // SPIN_BUDGET pauses, yields briefly, then parks (SPIN_BUDGET == 0: parks at once).
   template <typename Ready, typename Interrupted>
-  waited await(std::atomic<std::uint64_t>& word, Ready ready, Interrupted interrupted,
+  waited await(atom<std::uint64_t>& word, Ready ready, Interrupted interrupted,
                const detail::wait_clock::time_point* deadline) {
-    // Spin, then yield briefly (the thread we wait for may be runnable but descheduled when
-    // there are more threads than cores), then park.
-    detail::backoff active(spin_budget, yield_budget, std::chrono::microseconds(20));
-    bool spinning = spin_budget > 0;
-    for (;;) {
-      // acquire: pairs with (E2)/(E3), whichever made the word ready.
-      std::uint64_t v = word.load(std::memory_order_acquire);
-      if (ready(v)) {
-        return waited::ready;
-      }
-      if (interrupted()) {
-        wake_word(word); // a bit we set in an earlier round may still be there (see below)
-        return waited::interrupted;
-      }
-      if (spinning && active.wait()) {
-        continue;
-      }
-      spinning = false;
-      ASYNC_PERTURB();
-      if ((v & sleeper_bit) == 0) {
-        // seq_cst: ordered before the interrupted() check below; pairs with (C2) and (A1).
-        if (!word.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_seq_cst,
-                                        std::memory_order_acquire)) {
-          continue;
-        }
-        v |= sleeper_bit;
-      }
-      ASYNC_PERTURB();
-      if (interrupted()) {
-        // Our sleeper bit may have gone in after the interrupter cleared the bits and woke
-        // the sleepers: a CAS from a value read before another waiter set its bit succeeds
-        // once the clearing restores that value (ABA), and that other waiter, already past
-        // its own check, would then sleep on our bit with nobody left to wake it. So whoever
-        // leaves on interrupted() with a bit in the word passes the wake-up on.
-        wake_word(word);
-        return waited::interrupted;
-      }
-      ASYNC_PERTURB();
-      if (!detail::park(&word, v, deadline)) {
-        return ready(word.load(std::memory_order_acquire)) ? waited::ready : waited::timed_out;
-      }
-    }
-  }
-
-  // Clears the sleeper bit (changing the word, so a thread about to park does not sleep) and
-  // wakes the threads parked on the slot.
-  void wake_sleepers(slot& s) noexcept { wake_word(s.state); }
-
-  static void wake_word(std::atomic<std::uint64_t>& word) noexcept {
-    std::uint64_t v = word.load(std::memory_order_seq_cst);
-    while ((v & sleeper_bit) != 0) {
-      ASYNC_PERTURB();
-      if (word.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_seq_cst,
-                                     std::memory_order_seq_cst)) {
-        detail::unpark_all(&word);
-        return;
-      }
-    }
+    detail::backoff active(spin_budget);
+    return turn::await(word, ready, interrupted, deadline, active);
   }
 
   void wait_until_closed() const noexcept {
     // close() is a short, non-blocking sequence in another thread: wait for its end.
-    unsigned spins = 0;
+    detail::spin_then_yield active;
     while (close_state_.load(std::memory_order_acquire) != closed) {
-      if (++spins < 64) {
-        detail::cpu_pause();
-      } else {
-        std::this_thread::yield();
-      }
+      active.wait();
     }
   }
 
@@ -709,21 +634,21 @@ private:
   void abandon(std::uint64_t t, slot& s) noexcept {
     wait_until_closed();
     const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
-    std::atomic<std::uint64_t>& from = abandoned_[logical_index(t)];
+    atom<std::uint64_t>& from = abandoned_[logical_index(t)];
     std::uint64_t cur = from.load(std::memory_order_relaxed);
-    // (A1) seq_cst: ordered before the sleeper-bit read in wake_sleepers; pairs with await.
+    // (BA1) seq_cst: ordered before the sleeper-bit read in turn::wake; pairs with (TW4).
     while (
         static_cast<std::int64_t>(t - last) < static_cast<std::int64_t>(cur - last) &&
         !from.compare_exchange_weak(cur, t, std::memory_order_seq_cst, std::memory_order_relaxed)) {
     }
-    wake_sleepers(s);
+    turn::wake(s.state);
   }
 
   // ---- data -----------------------------------------------------------------------------------
   // Written by the constructor only (read by every thread):
   std::size_t capacity_;
   slot* ring_ = nullptr;
-  std::atomic<std::uint64_t>* abandoned_ = nullptr; // per logical slot; written after close()
+  atom<std::uint64_t>* abandoned_ = nullptr; // per logical slot; written after close()
   std::size_t per_line_ = 1;
   std::size_t lines_ = 1;
   std::size_t ring_slots_ = 0;
@@ -732,13 +657,13 @@ private:
   unsigned lines_shift_ = 0;
   bool pow2_ = true;
   // Written once by close(); read on the producers' path (a line that stays shared).
-  std::atomic<std::uint32_t> close_state_{open};
-  std::atomic<std::uint64_t> final_ticket_{0};
+  atom<std::uint32_t> close_state_{open};
+  atom<std::uint64_t> final_ticket_{0};
 
   // Written by consumers (fetch_add or CAS): the next ticket to consume.
-  detail::padded<std::atomic<std::uint64_t>, line_size> head_;
+  detail::padded<atom<std::uint64_t>, line_size> head_;
   // Written by producers (fetch_add or CAS), and once by close(): the next ticket to produce.
-  detail::padded<std::atomic<std::uint64_t>, line_size> tail_;
+  detail::padded<atom<std::uint64_t>, line_size> tail_;
 };
 
 } // namespace async

@@ -696,14 +696,13 @@ private:
     }
     // A producer claimed the slot for an element it is moving in: wait for the move (pause,
     // then yield; it cannot park: nobody wakes a claimed slot's waiter).
-    for (unsigned spins = 0; ASYNC_UNLIKELY(state == slot_writing); ++spins) {
-      if (spins < spin_budget) {
-        detail::cpu_pause();
-      } else {
-        std::this_thread::yield();
-      }
-      // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
-      state = s.state.load(std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(state == slot_writing)) {
+      detail::spin_then_yield active(spin_budget);
+      do {
+        active.wait();
+        // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
+        state = s.state.load(std::memory_order_seq_cst);
+      } while (state == slot_writing);
     }
     if (state == slot_void) {
       segments_.finish(i);
@@ -716,7 +715,7 @@ private:
 
   template <typename U>
   bool wait_dequeue(U& out, const detail::wait_clock::time_point* deadline) {
-    detail::backoff active(spin_budget, 16, std::chrono::microseconds(20));
+    detail::backoff active(spin_budget); // the library's waiting policy (detail/wait.h)
     for (;;) {
       if (dequeue(out)) {
         return true;

@@ -704,7 +704,7 @@ private:
     current_pool() = this;
     current_worker() = &self;
     detail::task t;
-    detail::backoff spin(pause_spins, yield_spins, std::chrono::microseconds(50));
+    detail::backoff spin; // the library's waiting policy (detail/wait.h)
     // Declared outside the loop: the `break` that retires the worker leaves it locked for the
     // hand-off below.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
@@ -829,12 +829,6 @@ private:
   std::atomic<bool> watching_{false};   // a parked worker watches the next slots (set under mutex_)
   std::atomic<std::size_t> pending_{0}; // tasks posted and not yet finished
   std::atomic<std::size_t> queued_{0};  // tasks in injection_ (a hint for spinning workers)
-
-  // An idle worker watches for new posts before it parks: pause_spins rounds of the pause
-  // instruction, then at most yield_spins yields within 50 us (detail::backoff). Yielding beat
-  // a longer pure spin on the 2-core VM both idle and with a core busy (README).
-  static constexpr unsigned pause_spins = 64;
-  static constexpr unsigned yield_spins = 64;
 };
 
 } // namespace async

@@ -79,16 +79,31 @@ inline bool cv_wait_until(std::condition_variable& cv, std::unique_lock<std::mut
   return cv.wait_until(lock, deadline) == std::cv_status::no_timeout;
 }
 
-/// Active waiting before a thread parks: `pauses` rounds of the pause instruction, then
-/// std::this_thread::yield() until `yields` yields or `window` of wall time have gone by,
-/// whichever comes first. Bounding the yield phase by time matters when there are more runnable
+/// The library's one waiting policy, shared by both queues and the pool: a thread that has
+/// nothing to do spins with the pause instruction, then yields a few times within a short
+/// window, then parks. Bounding the yield phase by time matters when there are more runnable
 /// threads than cores: each yield can then take tens of microseconds, and a waiter that keeps
 /// yielding stays runnable and delays the very thread it waits for, where a parked one would
-/// get out of its way. Not thread-safe (one per waiting call).
+/// get out of its way. Chosen on the 2-core VM and checked on 16 cores (README, "Waiting").
+struct wait_policy {
+  /// Pause rounds before the yield phase (a queue's SPIN_BUDGET replaces it).
+  static constexpr unsigned pauses = 256;
+  /// At most this many yields ...
+  static constexpr unsigned yields = 16;
+  /// ... within this much wall time.
+  static constexpr std::chrono::microseconds yield_window() noexcept {
+    return std::chrono::microseconds(20);
+  }
+};
+
+/// Active waiting before a thread parks, by wait_policy: `pauses` rounds of the pause
+/// instruction, then yields (wait_policy::yields, within wait_policy::yield_window()). With
+/// pauses == 0 there is no active waiting at all: the caller parks at once. Not thread-safe
+/// (one per waiting call).
 class backoff {
 public:
-  backoff(unsigned pauses, unsigned yields, std::chrono::nanoseconds window) noexcept
-      : pauses_(pauses), yields_(yields), window_(window) {}
+  explicit backoff(unsigned pauses = wait_policy::pauses) noexcept
+      : pauses_(pauses), yields_(pauses == 0 ? 0 : wait_policy::yields) {}
 
   /// Waits a little and returns true, or returns false at once: time to park.
   bool wait() {
@@ -97,10 +112,13 @@ public:
       cpu_pause();
       return true;
     }
+    if (rounds_ - pauses_ >= yields_) {
+      return false;
+    }
     const auto now = wait_clock::now();
     if (rounds_ == pauses_) {
       yield_start_ = now;
-    } else if (rounds_ - pauses_ >= yields_ || now - yield_start_ >= window_) {
+    } else if (now - yield_start_ >= wait_policy::yield_window()) {
       return false;
     }
     ++rounds_;
@@ -114,9 +132,29 @@ public:
 private:
   unsigned pauses_;
   unsigned yields_;
-  std::chrono::nanoseconds window_;
   unsigned rounds_ = 0;
   wait_clock::time_point yield_start_{};
+};
+
+/// Waiting for another thread that is in the middle of a short step that never blocks (it
+/// cannot be parked on: nobody would wake the waiter): `pauses` rounds of the pause
+/// instruction, then a yield per round. Not thread-safe (one per waiting call).
+class spin_then_yield {
+public:
+  explicit spin_then_yield(unsigned pauses = wait_policy::pauses) noexcept : pauses_(pauses) {}
+
+  void wait() noexcept {
+    if (rounds_ < pauses_) {
+      ++rounds_;
+      cpu_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+private:
+  unsigned pauses_;
+  unsigned rounds_ = 0;
 };
 
 #if ASYNC_HAS_FUTEX
