@@ -30,8 +30,8 @@
 
 namespace {
 
-using async_test::det::outcome;
-using async_test::det::run_once;
+namespace det = async_test::det;
+using det::outcome;
 
 std::uint64_t first_seed() {
   static const std::uint64_t seed = [] {
@@ -51,6 +51,37 @@ std::uint64_t first_seed() {
 
 std::size_t seeds(std::size_t n) { return async_test::scaled(n, 50); }
 
+// Runs scenario(plan&) (it builds its program, runs it under the plan and checks it; it returns
+// what went wrong, or an empty string) under `random_runs` random seeds, then, when bound >= 0,
+// under every interleaving with at most `bound` preemptions (at most `max_systematic` of
+// them). Reports the first failure with the seed or the choices that replay it.
+template <typename Scenario>
+void explore(Scenario scenario, std::size_t random_runs, int bound, std::size_t max_systematic) {
+  const std::uint64_t base = first_seed();
+  std::size_t bad = 0;
+  const std::size_t n = random_runs == 0 ? 0 : seeds(random_runs);
+  for (std::uint64_t k = 0; k < n; ++k) {
+    det::plan p = det::plan::random(base + k);
+    const std::string f = scenario(p);
+    if (!f.empty() && bad++ == 0) {
+      FAIL_CHECK("seed " << base + k << ": " << f);
+    }
+  }
+  INFO(bad << " of " << n << " random interleavings failed");
+  CHECK(bad == 0);
+  if (bound >= 0) {
+    std::size_t runs = 0;
+    bool complete = false;
+    const std::string f = det::explore(bound, max_systematic, scenario, runs, complete);
+    INFO(runs << " interleavings with at most " << bound << " preemptions"
+              << (complete ? " (all of them)" : " (stopped there)"));
+    if (!f.empty()) {
+      FAIL_CHECK(f);
+    }
+    CHECK(f.empty());
+  }
+}
+
 // ---- the tagged free list -----------------------------------------------------------------------
 
 struct pool_node {
@@ -62,7 +93,7 @@ struct pool_node {
 // operations, and the schedule must find the ABA that this allows (a check that the test can
 // fail); with 32 bits it must not happen.
 template <unsigned TagBits>
-std::size_t free_list_violations(std::uint64_t seed) {
+std::string free_list_violations(det::plan& plan) {
   using link = async::detail::tagged_index<32 - (TagBits == 32 ? 0 : 1), TagBits>;
   using pool_type = async::detail::node_pool<pool_node, 2, 2, 4, link, 64, async_test::det::atomic>;
   pool_type pool(0);
@@ -90,36 +121,33 @@ std::size_t free_list_violations(std::uint64_t seed) {
       }
     };
   };
-  const auto r = run_once(seed, {worker(0), worker(1), worker(2)});
-  if (r.result != outcome::finished) {
-    FAIL("seed " << seed << ": " << name(r.result) << "; " << r.report);
+  const auto r = plan.run({worker(0), worker(1), worker(2)});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
   }
-  return violations;
+  return violations == 0 ? "" : "a node was handed to two owners at once";
 }
 
 } // namespace
 
 TEST_CASE("det: the tagged free list never hands one node to two owners", "[det]") {
-  const std::uint64_t base = first_seed();
-  std::size_t bad = 0;
-  for (std::uint64_t k = 0; k < seeds(400); ++k) {
-    const std::size_t v = free_list_violations<32>(base + k);
-    if (v != 0 && bad++ == 0) {
-      FAIL_CHECK("seed " << base + k << ": a node was handed to two owners at once");
-    }
-  }
-  CHECK(bad == 0);
+  explore(free_list_violations<32>, 300, 1, 4000);
 }
 
 TEST_CASE("det: with a one-bit tag the schedules do find the free list's ABA", "[det]") {
   // The test above could pass by never stalling a thread between its read and its CAS; here
-  // the same program with a tag that wraps after two operations must fail in some seeds.
+  // the same program with a tag that wraps after two operations must fail. (It needs a thread
+  // stalled between its read and its CAS while two others pop and push four times: three or
+  // four preemptions, beyond the systematic bound, so random schedules look for it.)
   const std::uint64_t base = first_seed();
   std::size_t found = 0;
-  const std::size_t n = seeds(400);
-  for (std::uint64_t k = 0; k < n && found == 0; ++k) {
-    found += free_list_violations<1>(base + k) != 0 ? 1 : 0;
+  const std::size_t n = std::max<std::size_t>(seeds(4000), 4000);
+  std::size_t tried = 0;
+  for (std::uint64_t k = 0; k < n && found == 0; ++k, ++tried) {
+    det::plan p = det::plan::random(base + k);
+    found += free_list_violations<1>(p).empty() ? 0 : 1;
   }
+  INFO("tried " << tried << " seeds");
   CHECK(found != 0);
 }
 
@@ -213,7 +241,7 @@ struct received {
 // the rest. Every element that went in arrives once, in each producer's order, and every life
 // ends once.
 template <bool NoexceptCheck>
-std::string bulk_with_a_throwing_element(std::uint64_t seed) {
+std::string bulk_with_a_throwing_element(det::plan& plan, int bad_at) {
   using queue_type = async::queue<life, det_queue_traits<NoexceptCheck>>;
   const long alive_before = life::alive().load();
   std::vector<int> expected;
@@ -221,7 +249,6 @@ std::string bulk_with_a_throwing_element(std::uint64_t seed) {
   {
     queue_type q;
     received got(3);
-    const int bad_at = static_cast<int>(seed % 4);
     std::vector<int> range;
     for (int k = 0; k < 4; ++k) {
       range.push_back(k == bad_at ? -1 : k);
@@ -257,19 +284,75 @@ std::string bulk_with_a_throwing_element(std::uint64_t seed) {
         }
       };
     };
-    const auto r = run_once(seed, {producer0, producer1, consumer(0), consumer(1)});
-    if (r.result != outcome::finished) {
-      return std::string(name(r.result)) + "; " + r.report;
+    const auto r = plan.run({producer0, producer1, consumer(0), consumer(1)});
+    if (r.what != outcome::finished) {
+      return std::string(name(r.what)) + "; " + r.report;
     }
     if (threw == NoexceptCheck) {
       return NoexceptCheck ? "bulk_enqueue threw under NOEXCEPT_CHECK"
                            : "bulk_enqueue did not pass the constructor's exception on";
     }
-    life out(0);
-    while (q.dequeue(out)) {
-      got.per_consumer[2].push_back(out.value);
+    failure = det::run_alone([&] {
+      life out(0);
+      while (q.dequeue(out)) {
+        got.per_consumer[2].push_back(out.value);
+      }
+    });
+    if (failure.empty()) {
+      failure = got.check(expected);
     }
-    failure = got.check(expected);
+  }
+  if (failure.empty() && life::alive().load() != alive_before) {
+    failure = std::to_string(life::alive().load() - alive_before) + " lives not ended";
+  }
+  return failure;
+}
+
+// The same, small enough for every interleaving with two preemptions: one bulk producer of
+// three elements (one throws) and one consumer with four try calls.
+template <bool NoexceptCheck>
+std::string small_bulk_with_a_throwing_element(det::plan& plan, int bad_at) {
+  using queue_type = async::queue<life, det_queue_traits<NoexceptCheck>>;
+  const long alive_before = life::alive().load();
+  std::string failure;
+  {
+    queue_type q;
+    received got(1);
+    std::vector<int> range;
+    std::vector<int> expected;
+    for (int k = 0; k < 3; ++k) {
+      range.push_back(k == bad_at ? -1 : k);
+      if (k < bad_at || (NoexceptCheck && k != bad_at)) {
+        expected.push_back(k);
+      }
+    }
+    auto producer = [&] {
+      try {
+        q.bulk_enqueue(range.begin(), range.size());
+      } catch (const std::runtime_error&) {
+      }
+    };
+    auto consumer = [&] {
+      life out(0);
+      for (int k = 0; k < 4; ++k) {
+        if (q.dequeue(out)) {
+          got.per_consumer[0].push_back(out.value);
+        }
+      }
+    };
+    const auto r = plan.run({producer, consumer});
+    if (r.what != outcome::finished) {
+      return std::string(name(r.what)) + "; " + r.report;
+    }
+    failure = det::run_alone([&] {
+      life out(0);
+      while (q.dequeue(out)) {
+        got.per_consumer[0].push_back(out.value);
+      }
+    });
+    if (failure.empty()) {
+      failure = got.check(expected);
+    }
   }
   if (failure.empty() && life::alive().load() != alive_before) {
     failure = std::to_string(life::alive().load() - alive_before) + " lives not ended";
@@ -279,15 +362,20 @@ std::string bulk_with_a_throwing_element(std::uint64_t seed) {
 
 template <bool NoexceptCheck>
 void explore_bulk_with_a_throwing_element() {
-  const std::uint64_t base = first_seed();
-  std::size_t bad = 0;
-  for (std::uint64_t k = 0; k < seeds(1500); ++k) {
-    const std::string f = bulk_with_a_throwing_element<NoexceptCheck>(base + k);
-    if (!f.empty() && bad++ == 0) {
-      FAIL_CHECK("seed " << base + k << ": " << f);
-    }
+  for (int bad_at = 0; bad_at < 4; ++bad_at) {
+    INFO("the element at offset " << bad_at << " throws");
+    explore(
+        [bad_at](det::plan& p) { return bulk_with_a_throwing_element<NoexceptCheck>(p, bad_at); },
+        400, -1, 0);
   }
-  CHECK(bad == 0);
+  for (int bad_at = 0; bad_at < 3; ++bad_at) {
+    INFO("two threads, the element at offset " << bad_at << " throws");
+    explore(
+        [bad_at](det::plan& p) {
+          return small_bulk_with_a_throwing_element<NoexceptCheck>(p, bad_at);
+        },
+        0, 2, 100000);
+  }
 }
 
 } // namespace
@@ -306,7 +394,7 @@ namespace {
 // through two-slot segments while a consumer uses bulk_dequeue and another blocking_dequeue
 // until the queue is closed and drained: segments are linked, finished and recycled many times
 // under every interleaving.
-std::string recycling_under_load(std::uint64_t seed) {
+std::string recycling_under_load(det::plan& plan) {
   using queue_type = async::queue<int, det_queue_traits<false>>;
   queue_type q;
   received got(2);
@@ -348,12 +436,19 @@ std::string recycling_under_load(std::uint64_t seed) {
       got.per_consumer[1].push_back(v);
     }
   };
-  const auto r = run_once(seed, {single, bulk, bulk_consumer, blocking_consumer});
-  if (r.result != outcome::finished) {
-    return std::string(name(r.result)) + "; " + r.report;
+  const auto r = plan.run({single, bulk, bulk_consumer, blocking_consumer});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
   }
-  int v = 0;
-  if (q.dequeue(v)) {
+  bool left = false;
+  const std::string broken = det::run_alone([&] {
+    int v = 0;
+    left = q.dequeue(v);
+  });
+  if (!broken.empty()) {
+    return broken;
+  }
+  if (left) {
     return "an element was left after the blocking consumer saw the queue closed and drained";
   }
   return got.check(expected);
@@ -362,15 +457,7 @@ std::string recycling_under_load(std::uint64_t seed) {
 } // namespace
 
 TEST_CASE("det: segments recycle under every interleaving; nothing lost or duplicated", "[det]") {
-  const std::uint64_t base = first_seed();
-  std::size_t bad = 0;
-  for (std::uint64_t k = 0; k < seeds(800); ++k) {
-    const std::string f = recycling_under_load(base + k);
-    if (!f.empty() && bad++ == 0) {
-      FAIL_CHECK("seed " << base + k << ": " << f);
-    }
-  }
-  CHECK(bad == 0);
+  explore(recycling_under_load, 800, -1, 0);
 }
 
 // ---- the bounded queue --------------------------------------------------------------------------
@@ -387,7 +474,7 @@ struct det_bounded_traits : async::bounded_traits {
 // Two consumers wait on an empty queue (on the same slot) while a third thread closes it: both
 // must return false. A waiter's sleeper bit can go in after close() cleared the other's (an
 // ABA on the turn word), and then the waiter that leaves must pass the wake-up on.
-std::string close_wakes_every_waiter(std::uint64_t seed, std::size_t capacity, bool producers) {
+std::string close_wakes_every_waiter(det::plan& plan, std::size_t capacity, bool producers) {
   async::bounded_queue<int, det_bounded_traits> q(capacity);
   int results[2] = {-1, -1};
   if (producers) {
@@ -402,9 +489,9 @@ std::string close_wakes_every_waiter(std::uint64_t seed, std::size_t capacity, b
     };
   };
   auto closer = [&] { q.close(); };
-  const auto r = run_once(seed, {waiter(0), waiter(1), closer});
-  if (r.result != outcome::finished) {
-    return std::string(name(r.result)) + "; " + r.report;
+  const auto r = plan.run({waiter(0), waiter(1), closer});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
   }
   if (results[0] != 0 || results[1] != 0) {
     return "a waiter returned true from a closed queue that had nothing for it";
@@ -415,7 +502,7 @@ std::string close_wakes_every_waiter(std::uint64_t seed, std::size_t capacity, b
 // A producer and a consumer with blocking calls, a second consumer with timed calls, and a
 // closer in the middle: every element that blocking_enqueue reported as enqueued is dequeued
 // exactly once, in order, and everybody returns.
-std::string close_in_a_storm(std::uint64_t seed) {
+std::string close_in_a_storm(det::plan& plan) {
   async::bounded_queue<int, det_bounded_traits> q(2);
   std::vector<int> sent;
   std::vector<int> got[3];
@@ -447,13 +534,18 @@ std::string close_in_a_storm(std::uint64_t seed) {
     }
     q.close();
   };
-  const auto r = run_once(seed, {producer, blocking, timed, closer});
-  if (r.result != outcome::finished) {
-    return std::string(name(r.result)) + "; " + r.report;
+  const auto r = plan.run({producer, blocking, timed, closer});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
   }
-  int v = 0;
-  while (q.dequeue(v)) {
-    got[0].push_back(v);
+  const std::string broken = det::run_alone([&] {
+    int v = 0;
+    while (q.dequeue(v)) {
+      got[0].push_back(v);
+    }
+  });
+  if (!broken.empty()) {
+    return broken;
   }
   std::vector<int> all;
   for (const auto& g : got) {
@@ -475,28 +567,15 @@ std::string close_in_a_storm(std::uint64_t seed) {
 } // namespace
 
 TEST_CASE("det: close() wakes every waiter on the turn word (consumers and producers)", "[det]") {
-  const std::uint64_t base = first_seed();
-  std::size_t bad = 0;
-  for (std::uint64_t k = 0; k < seeds(1500); ++k) {
-    const bool producers = k % 2 == 1;
-    const std::size_t capacity = 1 + (k / 2) % 2;
-    const std::string f = close_wakes_every_waiter(base + k, capacity, producers);
-    if (!f.empty() && bad++ == 0) {
-      FAIL_CHECK("seed " << base + k << " (" << (producers ? "producers" : "consumers")
-                         << ", capacity " << capacity << "): " << f);
+  for (const bool producers : {false, true}) {
+    for (const std::size_t capacity : {std::size_t(1), std::size_t(2)}) {
+      INFO((producers ? "producers" : "consumers") << " waiting, capacity " << capacity);
+      explore([=](det::plan& p) { return close_wakes_every_waiter(p, capacity, producers); }, 300,
+              2, 200000);
     }
   }
-  CHECK(bad == 0);
 }
 
 TEST_CASE("det: close() in the middle of blocking and timed calls loses nothing", "[det]") {
-  const std::uint64_t base = first_seed();
-  std::size_t bad = 0;
-  for (std::uint64_t k = 0; k < seeds(800); ++k) {
-    const std::string f = close_in_a_storm(base + k);
-    if (!f.empty() && bad++ == 0) {
-      FAIL_CHECK("seed " << base + k << ": " << f);
-    }
-  }
-  CHECK(bad == 0);
+  explore(close_in_a_storm, 800, -1, 0);
 }

@@ -1,29 +1,33 @@
 // SPDX-License-Identifier: BSL-1.0
 // A deterministic scheduler for the library's risky protocols (the idea of folly's
-// DeterministicSchedule, written for this project).
+// DeterministicSchedule and of CHESS, written for this project).
 //
-// A test runs 2 to 4 small thread functions under a `schedule`. They are real threads, but only
-// one runs at a time: it holds the baton. Every operation on an async_test::det::atomic (the
+// A test runs 2 to 4 small thread functions under a `plan`. They are real threads, but only one
+// runs at a time: it holds the baton. Every operation on an async_test::det::atomic (the
 // atomic type the queues take through their traits' `atomic` member) is a step: before it, the
-// running thread lets the schedule pick who runs next, from a seed. So a seed is one
-// interleaving of the threads' atomic operations, chosen at random, and the same seed replays
-// it. (Only interleavings are explored: every operation is sequentially consistent here. Weak
-// memory orders are ThreadSanitizer's and the ARM builds' business.)
+// running thread lets the schedule pick who runs next. So a run is one interleaving of the
+// threads' atomic operations, and the same plan replays it. (Only interleavings are explored:
+// every operation is sequentially consistent here. Weak memory orders are ThreadSanitizer's
+// and the ARM builds' business.)
 //
-// Two ways of picking, by seed:
-//   - uniform: at every step, any runnable thread, at random;
-//   - priorities (PCT, Burckhardt et al. 2010): threads get random priorities, the highest
-//     runnable one runs, and at a few random steps the running thread drops to the lowest
-//     priority. This finds bugs that need one thread to stall for a long stretch at one exact
-//     point (a lost wake-up, an ABA) much more often than uniform picking does. A thread
-//     that spins on a value cannot make progress alone, so now and then (1 step in 16) a
-//     random thread runs instead.
+// Two ways of exploring:
+//   - random (plan::random(seed)): by seed, either uniform (any runnable thread at every step)
+//     or priorities (PCT, Burckhardt et al. 2010: random thread priorities, the highest
+//     runnable thread runs, and at a few random early steps the running thread drops to the
+//     lowest priority), with a random thread now and then so that spinners cannot starve the
+//     thread they wait for. CAS-weak fails spuriously now and then, and park returns
+//     spuriously now and then, as the real ones may.
+//   - systematic (explore()): every interleaving with at most `bound` preemptions (switching
+//     away from a thread that could go on), depth first, as CHESS's iterative context
+//     bounding does. Bugs that need a thread to stall at one exact point while others run
+//     (lost wake-ups, ABA) need one or two preemptions; a bound of 2 finds them for certain in
+//     a program of a few dozen steps. A thread that keeps reading without writing (a spin
+//     loop) yields its turn, which costs no preemption.
 //
 // Parking (detail::park on a det::atomic) is modelled: a parked thread is not runnable until
-// unpark_all() on its word. When every thread that has not finished is parked with no deadline,
-// the run ends as a deadlock (a lost wake-up); when it takes more than max_steps, as a livelock.
-// A timed park may time out when nothing else can run. CAS-weak fails spuriously now and then,
-// and park returns spuriously now and then, as the real ones may.
+// unpark_all() on its word. When every thread that has not finished is parked with no
+// deadline, the run ends as a deadlock (a lost wake-up); when it takes more than max_steps, as
+// a livelock. A timed park times out when nothing else can run.
 //
 // A run that fails leaves its threads blocked for good (nothing can unwind them safely): they
 // are detached and the schedule is leaked, so the test can report the failure and go on.
@@ -36,7 +40,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -46,7 +49,7 @@
 namespace async_test {
 namespace det {
 
-enum class outcome { finished, deadlock, livelock };
+enum class outcome { finished, deadlock, livelock, diverged };
 
 inline const char* name(outcome o) {
   switch (o) {
@@ -56,37 +59,75 @@ inline const char* name(outcome o) {
     return "deadlock (every unfinished thread parked: a lost wake-up)";
   case outcome::livelock:
     return "livelock (no end within the step limit)";
+  case outcome::diverged:
+    return "replay diverged (the program is not deterministic under the schedule)";
   }
   return "?";
 }
 
-class schedule {
-public:
-  struct options {
-    std::uint64_t max_steps = 200000;
-    // Called by the running thread at every step, before it picks the next thread (under the
-    // baton: no other scheduled thread runs meanwhile). For invariants that must hold between
-    // any two atomic operations.
-    std::function<void()> invariant;
-  };
+/// One choice point of a systematic run: the threads that could run (the default first) and
+/// which one did.
+struct decision {
+  std::vector<int> options;
+  std::vector<bool> preemptive; // choosing options[k] switches away from a runnable thread
+  std::size_t chosen = 0;
+  int preemptions_before = 0;
+};
 
-  schedule(std::uint64_t seed, options opts) : seed_(seed), rng_(seed), opts_(std::move(opts)) {
-    pct_ = (next_random() & 1) != 0;
+/// What a run follows: a seed (random exploration) or a prefix of choices (systematic).
+struct plan {
+  std::uint64_t seed = 0;
+  bool systematic = false;
+  std::vector<std::size_t> prefix; // systematic: the option taken at each choice point
+  std::vector<decision> trace;     // systematic: filled by the run
+  std::uint64_t max_steps = 100000;
+  // Called by the running thread at every step, before it picks the next thread (no other
+  // scheduled thread runs meanwhile). For invariants that must hold between any two steps.
+  std::function<void()> invariant;
+
+  static plan random(std::uint64_t seed) {
+    plan p;
+    p.seed = seed;
+    return p;
   }
 
-  /// Runs the functions as scheduled threads until all return, or the run deadlocks or
-  /// livelocks. After a failure the schedule must not be destroyed (its threads still wait on
-  /// it): run_once() below takes care of that.
-  outcome run(std::vector<std::function<void()>> bodies) {
+  /// The prefix, for a failure's report ("0.0.2.1...").
+  std::string path() const {
+    std::ostringstream s;
+    for (const auto& d : trace) {
+      s << d.chosen << '.';
+    }
+    return s.str();
+  }
+
+  /// Runs the functions as scheduled threads; the outcome, and a report when it failed.
+  struct result {
+    outcome what;
+    std::string report;
+  };
+  result run(std::vector<std::function<void()>> bodies);
+};
+
+class schedule {
+public:
+  explicit schedule(plan& p) : plan_(p), rng_(p.seed) {
+    if (!p.systematic) {
+      pct_ = (next_random() & 1) != 0;
+      // Change points early in the run, over a window of random length: the steps that
+      // matter in these small programs come within the first few dozen.
+      const std::uint64_t window = std::uint64_t(16) << (next_random() % 6);
+      const int points = 1 + static_cast<int>(next_random() % 4);
+      for (int k = 0; k < points; ++k) {
+        change_points_.push_back(next_random() % window);
+      }
+    }
+  }
+
+  outcome run(std::vector<std::function<void()>>& bodies) {
     const std::size_t n = bodies.size();
     threads_.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
       threads_[k].priority = static_cast<int>(next_random() % 1000) + 1000;
-    }
-    // A few steps at which the running thread drops to the lowest priority (PCT's change
-    // points), spread over the first part of the run, where the interesting steps are.
-    for (int k = 0; k < 3; ++k) {
-      change_points_.push_back(next_random() % 400);
     }
     std::vector<std::thread> handles;
     for (std::size_t k = 0; k < n; ++k) {
@@ -100,12 +141,18 @@ public:
         bodies[k]();
         std::unique_lock<std::mutex> lock(mutex_);
         threads_[k].finished = true;
-        pass_baton(lock, k);
+        const int next = pick(lock, false);
+        if (next >= 0) {
+          running_ = next;
+          cv_.notify_all();
+        } else {
+          end_or_timeout(lock);
+        }
       });
     }
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      running_ = pick(lock, -1);
+      running_ = pick(lock, false);
       cv_.notify_all();
       done_cv_.wait(lock, [this] { return result_set_; });
     }
@@ -121,14 +168,14 @@ public:
     return result_;
   }
 
-  std::uint64_t steps() const { return steps_; }
-  bool prioritized() const { return pct_; }
-
   /// Where each thread stands (for a failure's report).
   std::string describe() {
     std::lock_guard<std::mutex> lock(mutex_);
     std::ostringstream s;
-    s << (pct_ ? "priorities" : "uniform") << ", " << steps_ << " steps;";
+    s << (plan_.systematic ? "systematic"
+          : pct_           ? "priorities"
+                           : "uniform")
+      << ", " << steps_ << " steps;";
     for (std::size_t k = 0; k < threads_.size(); ++k) {
       s << " thread " << k << ": "
         << (threads_[k].finished               ? "finished"
@@ -145,24 +192,23 @@ public:
   }
 
   /// A step: the running thread may hand the baton to another one. Called before every
-  /// operation of a det::atomic.
-  void step() {
+  /// operation of a det::atomic; `writes` says whether the operation may change the word.
+  void step(bool writes) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (opts_.invariant) {
-      opts_.invariant();
+    if (plan_.invariant) {
+      plan_.invariant();
     }
-    if (++steps_ > opts_.max_steps) {
+    if (++steps_ > plan_.max_steps) {
       fail(lock, outcome::livelock);
-      wait_forever(lock);
     }
-    const int k = me();
+    auto& self = threads_[static_cast<std::size_t>(me())];
+    self.reads_in_a_row = writes ? 0 : self.reads_in_a_row + 1;
     for (std::uint64_t c : change_points_) {
       if (c == steps_) {
-        threads_[static_cast<std::size_t>(k)].priority = lowest_priority_--;
+        self.priority = lowest_priority_--;
       }
     }
-    const int next = pick(lock, -1);
-    switch_to(lock, next);
+    switch_to(lock, pick(lock, true));
   }
 
   /// Parks the calling thread on `word` while still() holds (checked now, atomically with the
@@ -173,32 +219,22 @@ public:
     if (!still()) {
       return true; // changed already: like a futex's EAGAIN
     }
-    if ((next_random() & 31) == 0) {
+    if (!plan_.systematic && (next_random() & 31) == 0) {
       return true; // a spurious return
     }
     auto& self = threads_[static_cast<std::size_t>(me())];
     self.parked_on = word;
     self.timed = timed;
     self.timed_out = false;
-    const int next = pick(lock, me());
-    if (next < 0) {
-      // Nobody else can run. A timed park times out; otherwise a thread parked with a
-      // deadline is made to time out; otherwise the run is deadlocked.
-      if (timed) {
-        self.parked_on = nullptr;
-        return false;
-      }
-      const int sleeper = timed_sleeper();
-      if (sleeper < 0) {
-        fail(lock, outcome::deadlock);
-        wait_forever(lock);
-      }
-      auto& t = threads_[static_cast<std::size_t>(sleeper)];
-      t.parked_on = nullptr;
-      t.timed_out = true;
-      switch_to(lock, sleeper);
-    } else {
+    const int next = pick(lock, false);
+    if (next >= 0) {
       switch_to(lock, next);
+    } else if (timed) {
+      self.parked_on = nullptr; // nothing else can run: the deadline passes
+      return false;
+    } else {
+      end_or_timeout(lock);
+      cv_.wait(lock, [&] { return running_ == me(); });
     }
     return !self.timed_out;
   }
@@ -213,17 +249,11 @@ public:
         }
       }
     }
-    step();
+    step(true);
   }
 
-  /// A random number from the schedule's stream (for spurious failures).
-  std::uint64_t next_random() {
-    rng_ += 0x9e3779b97f4a7c15ull;
-    std::uint64_t z = rng_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  /// Whether a CAS-weak should fail spuriously now (random exploration only).
+  bool spurious_failure() { return !plan_.systematic && (next_random() & 15) == 0; }
 
 private:
   struct thread_state {
@@ -232,6 +262,7 @@ private:
     const void* parked_on = nullptr;
     bool timed = false;
     bool timed_out = false;
+    unsigned reads_in_a_row = 0;
   };
 
   static int& me() {
@@ -239,26 +270,53 @@ private:
     return k;
   }
 
+  std::uint64_t next_random() {
+    rng_ += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = rng_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
   bool runnable(std::size_t k) const {
     return !threads_[k].finished && threads_[k].parked_on == nullptr;
   }
 
-  // The next thread to run (not `except`), or -1 when none is runnable.
-  int pick(std::unique_lock<std::mutex>&, int except) {
-    std::vector<int> candidates;
+  // The next thread to run, or -1 when none is runnable. `caller_runnable`: the calling
+  // thread could go on (a step), so switching away from it is a preemption.
+  int pick(std::unique_lock<std::mutex>&, bool caller_runnable) {
+    const int self = caller_runnable ? me() : -1;
+    std::vector<int> options;
+    // A thread that has read without writing for a while is spinning on another thread: it
+    // yields to the others, as a fair scheduler would make it (no preemption is counted, and
+    // it is not offered the choice to go on: its reads change nothing, so going on could only
+    // repeat the same states).
+    const bool spinning = self >= 0 && threads_[static_cast<std::size_t>(self)].reads_in_a_row > 32;
+    if (self >= 0 && !spinning) {
+      options.push_back(self);
+    }
     for (std::size_t k = 0; k < threads_.size(); ++k) {
-      if (static_cast<int>(k) != except && runnable(k)) {
-        candidates.push_back(static_cast<int>(k));
+      if (static_cast<int>(k) != self && runnable(k)) {
+        options.push_back(static_cast<int>(k));
       }
     }
-    if (candidates.empty()) {
+    if (spinning) {
+      threads_[static_cast<std::size_t>(self)].reads_in_a_row = 0;
+      if (options.empty()) {
+        options.push_back(self); // nobody else can run: spin on
+      }
+    }
+    if (options.empty()) {
       return -1;
     }
-    if (!pct_ || (next_random() & 15) == 0) {
-      return candidates[next_random() % candidates.size()];
+    if (plan_.systematic) {
+      return choose_systematic(options, self >= 0 && !spinning);
     }
-    int best = candidates[0];
-    for (int k : candidates) {
+    if (!pct_ || (next_random() & 15) == 0) {
+      return options[next_random() % options.size()];
+    }
+    int best = options[0];
+    for (int k : options) {
       if (threads_[static_cast<std::size_t>(k)].priority >
           threads_[static_cast<std::size_t>(best)].priority) {
         best = k;
@@ -267,13 +325,27 @@ private:
     return best;
   }
 
-  int timed_sleeper() const {
-    for (std::size_t k = 0; k < threads_.size(); ++k) {
-      if (!threads_[k].finished && threads_[k].parked_on != nullptr && threads_[k].timed) {
-        return static_cast<int>(k);
+  int choose_systematic(const std::vector<int>& options, bool first_is_caller) {
+    if (options.size() == 1) {
+      return options[0];
+    }
+    decision d;
+    d.options = options;
+    for (std::size_t k = 0; k < options.size(); ++k) {
+      d.preemptive.push_back(first_is_caller && k > 0);
+    }
+    d.preemptions_before = preemptions_;
+    const std::size_t at = plan_.trace.size();
+    if (at < plan_.prefix.size()) {
+      d.chosen = plan_.prefix[at];
+      if (d.chosen >= options.size()) {
+        diverged_ = true;
+        d.chosen = 0;
       }
     }
-    return -1;
+    preemptions_ += d.preemptive[d.chosen] ? 1 : 0;
+    plan_.trace.push_back(d);
+    return options[d.chosen];
   }
 
   // Hands the baton to `next` (which may be the caller) and waits until it comes back.
@@ -287,49 +359,48 @@ private:
     cv_.wait(lock, [&] { return running_ == k; });
   }
 
-  // The caller has finished: run someone else, or end the run.
-  void pass_baton(std::unique_lock<std::mutex>& lock, std::size_t) {
-    int next = pick(lock, -1);
-    if (next < 0) {
-      bool all_finished = true;
-      for (auto& t : threads_) {
-        all_finished = all_finished && t.finished;
-      }
-      if (all_finished) {
-        result_ = outcome::finished;
-        result_set_ = true;
-        done_cv_.notify_all();
-        return;
-      }
-      next = timed_sleeper();
-      if (next < 0) {
-        fail(lock, outcome::deadlock);
-        return;
-      }
-      threads_[static_cast<std::size_t>(next)].parked_on = nullptr;
-      threads_[static_cast<std::size_t>(next)].timed_out = true;
+  // Nobody can run: the run has ended, or a timed sleeper times out, or it is a deadlock.
+  void end_or_timeout(std::unique_lock<std::mutex>& lock) {
+    bool all_finished = true;
+    for (auto& t : threads_) {
+      all_finished = all_finished && t.finished;
     }
-    running_ = next;
-    cv_.notify_all();
+    if (all_finished) {
+      result_ = diverged_ ? outcome::diverged : outcome::finished;
+      result_set_ = true;
+      done_cv_.notify_all();
+      return;
+    }
+    for (std::size_t k = 0; k < threads_.size(); ++k) {
+      auto& t = threads_[k];
+      if (!t.finished && t.parked_on != nullptr && t.timed) {
+        t.parked_on = nullptr;
+        t.timed_out = true;
+        running_ = static_cast<int>(k);
+        cv_.notify_all();
+        return;
+      }
+    }
+    fail(lock, outcome::deadlock);
   }
 
-  void fail(std::unique_lock<std::mutex>&, outcome o) {
+  void fail(std::unique_lock<std::mutex>& lock, outcome o) {
     if (!result_set_) {
       result_ = o;
       result_set_ = true;
       running_ = -2; // nobody runs any more
       done_cv_.notify_all();
     }
+    if (me() >= 0) {
+      cv_.wait(lock, [] { return false; }); // a scheduled thread stays here for good
+    }
   }
 
-  void wait_forever(std::unique_lock<std::mutex>& lock) {
-    cv_.wait(lock, [] { return false; });
-  }
-
-  std::uint64_t seed_;
+  plan& plan_;
   std::uint64_t rng_;
-  options opts_;
   bool pct_ = false;
+  bool diverged_ = false;
+  int preemptions_ = 0;
   std::vector<thread_state> threads_;
   std::vector<std::uint64_t> change_points_;
   int lowest_priority_ = 999;
@@ -342,22 +413,74 @@ private:
   outcome result_ = outcome::finished;
 };
 
-/// One seed's run: the outcome and a description. A failed run's schedule is leaked on purpose
-/// (its threads wait on it for good).
-struct run_result {
-  outcome result;
-  std::string report;
-};
-
-inline run_result run_once(std::uint64_t seed, std::vector<std::function<void()>> bodies,
-                           schedule::options opts = {}) {
-  auto* s = new schedule(seed, std::move(opts));
-  const outcome o = s->run(std::move(bodies));
-  run_result r{o, s->describe()};
+inline plan::result plan::run(std::vector<std::function<void()>> bodies) {
+  trace.clear();
+  auto* s = new schedule(*this);
+  const outcome o = s->run(bodies);
+  result r{o, o == outcome::finished ? std::string() : s->describe()};
   if (o == outcome::finished) {
-    delete s;
+    delete s; // a failed run's threads still wait on it: it is leaked on purpose
   }
   return r;
+}
+
+/// Runs f alone under a schedule: its steps are counted, so that a loop without end in a
+/// structure that a failed protocol left broken ends as a livelock instead of hanging the test.
+/// An empty string when it finished.
+inline std::string run_alone(std::function<void()> f) {
+  plan p = plan::random(0);
+  const plan::result r = p.run({std::move(f)});
+  return r.what == outcome::finished ? std::string()
+                                     : std::string("afterwards: ") + name(r.what) + "; " + r.report;
+}
+
+/// Runs `scenario(plan&)` (which builds its program, calls plan.run and checks; it returns an
+/// empty string or what went wrong) for every interleaving with at most `bound` preemptions,
+/// depth first, until one fails or `max_runs` have run. Returns the first failure (with its
+/// choices) or an empty string; `runs` counts the interleavings, `complete` says whether
+/// they were all explored.
+template <typename Scenario>
+std::string explore(int bound, std::size_t max_runs, Scenario scenario, std::size_t& runs,
+                    bool& complete) {
+  std::vector<std::size_t> prefix;
+  runs = 0;
+  complete = false;
+  for (;;) {
+    plan p;
+    p.systematic = true;
+    p.max_steps = 20000;
+    p.prefix = prefix;
+    const std::string failure = scenario(p);
+    ++runs;
+    if (!failure.empty()) {
+      return failure + " (choices " + p.path() + ")";
+    }
+    // The deepest choice point with an option not yet taken that stays within the bound.
+    std::size_t j = p.trace.size();
+    bool found = false;
+    while (j > 0 && !found) {
+      --j;
+      const decision& d = p.trace[j];
+      for (std::size_t k = d.chosen + 1; k < d.options.size(); ++k) {
+        if (d.preemptions_before + (d.preemptive[k] ? 1 : 0) <= bound) {
+          prefix.clear();
+          for (std::size_t i = 0; i < j; ++i) {
+            prefix.push_back(p.trace[i].chosen);
+          }
+          prefix.push_back(k);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) {
+      complete = true;
+      return "";
+    }
+    if (runs >= max_runs) {
+      return "";
+    }
+  }
 }
 
 /// std::atomic's interface (what the library uses of it), every operation a scheduling step.
@@ -372,24 +495,23 @@ public:
   atomic& operator=(const atomic&) = delete;
 
   V load(std::memory_order = std::memory_order_seq_cst) const {
-    step();
+    step(false);
     return v_.load();
   }
   void store(V v, std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     v_.store(v);
   }
   V exchange(V v, std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     return v_.exchange(v);
   }
   bool compare_exchange_strong(V& expected, V desired, std::memory_order, std::memory_order) {
-    step();
-    return v_.compare_exchange_strong(expected, desired);
+    return compare_exchange_strong(expected, desired);
   }
   bool compare_exchange_strong(V& expected, V desired,
                                std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     return v_.compare_exchange_strong(expected, desired);
   }
   bool compare_exchange_weak(V& expected, V desired, std::memory_order o1, std::memory_order) {
@@ -397,32 +519,35 @@ public:
   }
   bool compare_exchange_weak(V& expected, V desired,
                              std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     schedule* s = schedule::current_schedule();
-    if (s != nullptr && (s->next_random() & 15) == 0) {
+    if (s != nullptr && s->spurious_failure()) {
       expected = v_.load(); // a spurious failure, as LL/SC machines have
       return false;
     }
     return v_.compare_exchange_strong(expected, desired);
   }
   V fetch_add(V d, std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     return v_.fetch_add(d);
   }
   V fetch_sub(V d, std::memory_order = std::memory_order_seq_cst) {
-    step();
+    step(true);
     return v_.fetch_sub(d);
   }
 
-  /// detail::park on this word: sleeps while it holds `expected` (a futex compares the low
-  /// half; the library changes that half with every change it waits for).
+  /// detail::park on this word: sleeps while its low half holds that of `expected` (as a futex
+  /// does; the library changes that half with every change it waits for).
   bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
     schedule* s = schedule::current_schedule();
-    const bool timed = deadline != nullptr && *deadline != async::detail::no_deadline();
     if (s == nullptr) {
       std::this_thread::yield();
       return true;
     }
+    // The syscall is an event of its own: other threads may run between the caller's last
+    // look at the world and the kernel's comparison of the word.
+    step(false);
+    const bool timed = deadline != nullptr && *deadline != async::detail::no_deadline();
     return s->park(
         this,
         [this, expected] {
@@ -438,14 +563,14 @@ public:
     }
   }
 
-  /// The value without a step (invariant checks inside a step).
+  /// The value without a step (for invariant checks, which run inside a step).
   V peek() const { return v_.load(); }
 
 private:
-  static void step() {
+  static void step(bool writes) {
     schedule* s = schedule::current_schedule();
     if (s != nullptr) {
-      s->step();
+      s->step(writes);
     }
   }
 

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: BSL-1.0
+# Writes a copy of include/async with one fix undone (a "mutant"), so that a test binary built
+# against it shows that the deterministic-schedule tests find the defect the fix removed:
+#
+#   cmake -DMUTANT=<name> -DSOURCE=<repo>/include -DOUT=<dir> -P mutate.cmake
+#
+# Each mutant replaces one exact passage; if the passage is not found (the code changed), the
+# build fails here, so that the mutant is updated rather than silently testing nothing.
+file(REMOVE_RECURSE "${OUT}")
+file(COPY "${SOURCE}/async" DESTINATION "${OUT}")
+
+if(MUTANT STREQUAL "bulk-double-void")
+  # Issue 12, defect 1 (fixed in 079e7d3): bulk_enqueue counted a slot as settled only after
+  # the element's constructor returned, so a constructor that threw after a consumer skipped
+  # the slot had it voided twice (by the constructor's hole and by the round's clean-up):
+  # counted finished twice, the node was recycled with elements inside.
+  set(file "async/queue.h")
+  set(old "        ++round.next;\n        const bool made = emplace(i, s, std::forward<decltype(source)>(source));\n")
+  set(new "        const bool made = emplace(i, s, std::forward<decltype(source)>(source));\n        ++round.next;\n")
+elseif(MUTANT STREQUAL "close-aba-wakeup")
+  # Issue 12, defect 6 (fixed in 77fcff4): a waiter that left on close() did not pass on a
+  # wake-up, although its sleeper bit could have gone in after close() cleared another
+  # waiter's (an ABA on the turn word); that other waiter then slept for good.
+  set(file "async/detail/turn.h")
+  set(old "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n        wake(word);\n")
+  set(new "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n")
+else()
+  message(FATAL_ERROR "mutate.cmake: unknown mutant '${MUTANT}'")
+endif()
+
+file(READ "${OUT}/${file}" text)
+string(FIND "${text}" "${old}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "mutate.cmake: the passage of mutant '${MUTANT}' is no longer in ${file}; "
+                      "update the mutant to the current code")
+endif()
+string(REPLACE "${old}" "${new}" text "${text}")
+file(WRITE "${OUT}/${file}" "${text}")
