@@ -5,6 +5,7 @@
 #include "detail/config.h"
 
 #include "detail/perturb.h"
+#include "detail/slot.h"
 #include "detail/task.h"
 #include "detail/wait.h"
 
@@ -98,7 +99,12 @@ public:
     if (n < 0) {
       throw std::invalid_argument("async::threadpool: the number of threads must be >= 0");
     }
-    configurepool(static_cast<std::size_t>(n));
+    try {
+      configurepool(static_cast<std::size_t>(n));
+    } catch (...) {
+      shut_down(); // a thread could not start: the ones that did are joined
+      throw;
+    }
   }
 
   threadpool(const threadpool&) = delete;
@@ -110,29 +116,14 @@ public:
   /// thread (see the class comment). From a task of this pool: a message, then std::terminate.
   /// Not thread-safe (destruction).
   ~threadpool() {
-    if (current_pool() == this) {
-      // It would wait for the very task that runs it, for ever.
-      std::fputs("async::threadpool: destroyed from one of its own tasks; a pool cannot wait "
-                 "for the task that destroys it (std::terminate)\n",
+    if (current_pool() == this || worker_of() == this) {
+      // It would wait for the very task (or thread) that runs it, for ever.
+      std::fputs("async::threadpool: destroyed from one of its own tasks or threads; a pool "
+                 "cannot wait for the task that destroys it (std::terminate)\n",
                  stderr);
       std::terminate();
     }
-    std::unique_lock<std::mutex> lock(mutex_);
-    drain(lock);
-    for (auto& w : active_) {
-      w->retire.store(true, std::memory_order_relaxed);
-    }
-    work_cv_.notify_all();
-    std::vector<std::unique_ptr<worker>> workers = std::move(active_);
-    active_.clear();
-    lock.unlock();
-    for (auto& w : workers) {
-      w->thread.join();
-    }
-    join_retired(true);
-    // A worker's thread_local destructors may have posted while its thread exited.
-    lock.lock();
-    drain(lock);
+    shut_down();
   }
 
   // ---- submitting ---------------------------------------------------------------------------
@@ -165,8 +156,13 @@ public:
   /// throws ends the program through std::terminate (its exception has nowhere left to go).
   /// Thread-safe.
   void set_exception_handler(exception_handler handler) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    handler_ = std::make_shared<exception_handler>(std::move(handler));
+    auto other = std::make_shared<exception_handler>(std::move(handler));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      handler_.swap(other);
+    }
+    // `other` holds the old handler: it is destroyed here, outside the lock (the destructors of
+    // its captures may use the pool).
   }
 
   // ---- resizing -----------------------------------------------------------------------------
@@ -181,12 +177,22 @@ public:
   void configurepool(std::size_t n) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      // Also when a thread cannot start (the exception propagates): size() counts the workers
+      // there are, and a waiting destructor learns that there is none.
+      const auto counted = detail::at_scope_exit([this] {
+        size_.store(active_.size(), std::memory_order_relaxed);
+        work_cv_.notify_all(); // parked retirees wake up and leave
+        if (active_.empty()) {
+          idle_cv_.notify_all(); // a waiting destructor now runs what is queued itself
+        }
+      });
       while (active_.size() < n) {
         std::unique_ptr<worker> w(new worker);
         worker* raw = w.get();
         active_.reserve(active_.size() + 1); // so that push_back cannot throw after the start
         // Started before it joins the active set: if std::thread throws, nothing is left behind.
         // (The new thread waits for mutex_, held here, before it looks at the pool.)
+        ASYNC_FAULT_THREAD_START();
         raw->thread = std::thread([this, raw] { work(*raw); });
         active_.push_back(std::move(w));
       }
@@ -194,11 +200,6 @@ public:
         active_.back()->retire.store(true, std::memory_order_relaxed);
         retiring_.push_back(std::move(active_.back()));
         active_.pop_back();
-      }
-      size_.store(active_.size(), std::memory_order_relaxed);
-      work_cv_.notify_all(); // parked retirees wake up and leave
-      if (active_.empty()) {
-        idle_cv_.notify_all(); // a waiting destructor now runs what is queued itself
       }
     }
     ASYNC_PERTURB(); // resized, retirees not yet joined
@@ -228,7 +229,7 @@ public:
   /// Like wait_idle_for, until the time point `until` of any clock.
   template <typename Clock, typename Duration>
   bool wait_idle_until(const std::chrono::time_point<Clock, Duration>& until) {
-    return wait_idle_for(until - Clock::now());
+    return wait_idle_until_deadline(detail::deadline_at(until));
   }
 
   /// Discards the tasks queued at this moment, without running them, and returns how many:
@@ -239,24 +240,32 @@ public:
   std::size_t cancel_pending() {
     std::vector<detail::task> dropped;
     {
+      // All queues at once, room first: if memory runs out (std::bad_alloc propagates), every
+      // task is still where it was. (Nobody else holds two worker locks, so taking them all in
+      // one order cannot deadlock.)
       std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& t : injection_) {
-        dropped.push_back(std::move(t));
-      }
-      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
-      injection_.clear();
-      auto drain = [&dropped](worker& w) {
-        std::lock_guard<std::mutex> local_lock(w.mutex);
-        for (auto& t : w.local) {
-          dropped.push_back(std::move(t));
+      std::vector<std::unique_lock<std::mutex>> locals;
+      locals.reserve(active_.size() + retiring_.size());
+      std::size_t total = injection_.size();
+      for (auto* workers : {&active_, &retiring_}) {
+        for (auto& w : *workers) {
+          locals.emplace_back(w->mutex);
+          total += w->local.size();
         }
-        w.local.clear();
-      };
-      for (auto& w : active_) {
-        drain(*w);
       }
-      for (auto& w : retiring_) {
-        drain(*w);
+      dropped.reserve(total);
+      auto take_all = [&dropped](std::deque<detail::task>& from) {
+        for (auto& t : from) {
+          dropped.push_back(std::move(t)); // cannot throw: room was made
+        }
+        from.clear();
+      };
+      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
+      take_all(injection_);
+      for (auto* workers : {&active_, &retiring_}) {
+        for (auto& w : *workers) {
+          take_all(w->local);
+        }
       }
     }
     // Destroyed outside the locks (their captures' destructors may use the pool), and counted
@@ -277,47 +286,68 @@ public:
   }
 
 private:
-  // The stored form of post(f, args...): the promise, f and the decayed arguments.
+  // The stored form of post(f, args...): the promise, and f with the decayed arguments. The
+  // call destroys f and the arguments before it makes the future ready, as std::async's thread
+  // does (a capture that refers to the caller's stack is gone before get() returns).
   template <typename R, typename F, typename... Args>
-  struct bound_call {
-    std::promise<R> promise;
-    F f;
-    std::tuple<Args...> args;
+  class bound_call {
+    using callee = std::tuple<F, Args...>;
+
+  public:
+    // Moved from, it holds moved-from copies of f and the arguments (see detail::task).
+    static constexpr bool moved_from_is_quiet = detail::all_quiet<F, Args...>::value;
 
     template <typename G, typename... A>
-    bound_call(std::promise<R>&& p, G&& g, A&&... a)
-        : promise(std::move(p)), f(std::forward<G>(g)), args(std::forward<A>(a)...) {}
+    bound_call(std::promise<R>&& p, G&& g, A&&... a) : promise_(std::move(p)) {
+      callee_.construct(std::forward<G>(g), std::forward<A>(a)...);
+    }
+    bound_call(bound_call&& other) noexcept(std::is_nothrow_move_constructible<callee>::value)
+        : promise_(std::move(other.promise_)), alive_(other.alive_) {
+      if (alive_) {
+        callee_.construct(std::move(*other.callee_.get()));
+      }
+    }
+    bound_call(const bound_call&) = delete;
+    bound_call& operator=(const bound_call&) = delete;
+    bound_call& operator=(bound_call&&) = delete;
+    ~bound_call() { end_callee(); }
 
     void operator()() {
       try {
-        deliver(std::integral_constant<bool, std::is_void<R>::value>(),
-                make_index_sequence<sizeof...(Args)>());
+        deliver(std::is_void<R>(), std::index_sequence_for<Args...>());
       } catch (...) {
-        promise.set_exception(std::current_exception());
+        end_callee();
+        promise_.set_exception(std::current_exception());
       }
     }
 
-    template <std::size_t... I>
-    struct index_sequence {};
-    template <std::size_t N, std::size_t... I>
-    struct make_index_sequence_impl : make_index_sequence_impl<N - 1, N - 1, I...> {};
-    template <std::size_t... I>
-    struct make_index_sequence_impl<0, I...> {
-      using type = index_sequence<I...>;
-    };
-    template <std::size_t N>
-    using make_index_sequence = typename make_index_sequence_impl<N>::type;
-
+  private:
     // Called with rvalues of the decayed copies, as std::async does.
     template <std::size_t... I>
-    void deliver(std::false_type /*value*/, index_sequence<I...>) {
-      promise.set_value(detail::invoke(std::move(f), std::get<I>(std::move(args))...));
+    void deliver(std::false_type /*value*/, std::index_sequence<I...>) {
+      callee& c = *callee_.get();
+      R result = detail::invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
+      end_callee();
+      promise_.set_value(std::forward<R>(result));
     }
     template <std::size_t... I>
-    void deliver(std::true_type /*void*/, index_sequence<I...>) {
-      detail::invoke(std::move(f), std::get<I>(std::move(args))...);
-      promise.set_value();
+    void deliver(std::true_type /*void*/, std::index_sequence<I...>) {
+      callee& c = *callee_.get();
+      detail::invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
+      end_callee();
+      promise_.set_value();
     }
+
+    void end_callee() noexcept {
+      if (alive_) {
+        alive_ = false;
+        callee_.destroy();
+      }
+    }
+
+    std::promise<R> promise_;
+    detail::element_storage<callee> callee_;
+    bool alive_ = true; // callee_ holds f and the arguments (destroyed once the call is done)
   };
 
   template <typename F>
@@ -367,8 +397,8 @@ private:
     std::mutex mutex;                // guards local
     std::deque<detail::task> local;  // further tasks posted by this worker's tasks
     std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
-    // Set by the worker's thread as the last thing it does (under the pool's mutex_): from then
-    // on joining it waits for nothing but the thread's exit.
+    // Set by the thread's exit_marker, under the pool's mutex_, after its thread_local
+    // destructors: from then on joining it waits for nothing but the thread's exit.
     bool finished = false;
   };
 
@@ -391,6 +421,32 @@ private:
     static thread_local threadpool* pool = nullptr;
     return pool;
   }
+  // The pool whose worker the calling thread is, from its start to its very end (also while its
+  // thread_local destructors run, after current_pool() is cleared); nullptr elsewhere.
+  static threadpool*& worker_of() noexcept {
+    static thread_local threadpool* pool = nullptr;
+    return pool;
+  }
+
+  // The first thread_local object of a worker's thread to be constructed, so the last to be
+  // destroyed: once it goes, the thread's other thread_local destructors (user code, which may
+  // post, resize, or block) have run, and joining the thread waits for its exit only. That is
+  // when the worker counts as finished, and configurepool may join it: a thread that joins
+  // only finished threads can never be joined while it joins (two exiting retirees calling
+  // configurepool from their thread_local destructors used to join each other for good).
+  struct exit_marker {
+    threadpool* pool = nullptr;
+    worker* self = nullptr;
+    exit_marker() = default;
+    exit_marker(const exit_marker&) = delete;
+    exit_marker& operator=(const exit_marker&) = delete;
+    ~exit_marker() {
+      if (pool != nullptr) {
+        std::lock_guard<std::mutex> lock(pool->mutex_);
+        self->finished = true;
+      }
+    }
+  };
   static worker*& current_worker() noexcept {
     static thread_local worker* w = nullptr;
     return w;
@@ -417,9 +473,12 @@ private:
     pending_.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet queued
     if (self != nullptr) {
-      {
+      try {
         std::lock_guard<std::mutex> lock(self->mutex);
         self->local.push_back(std::move(t));
+      } catch (...) {
+        finish(); // out of memory: not queued, so not pending either
+        throw;
       }
       // (S1) seq_cst: pairs with (S2). Either a worker about to park sees this task in its
       // scan, or we see it counted as a sleeper and wake it.
@@ -430,7 +489,12 @@ private:
       return;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    injection_.push_back(std::move(t));
+    try {
+      injection_.push_back(std::move(t));
+    } catch (...) {
+      finish_locked(); // out of memory: not queued, so not pending either
+      throw;
+    }
     // relaxed: a hint for spinning workers; the decisive check is under mutex_.
     queued_.fetch_add(1, std::memory_order_relaxed);
     if (idle_.load(std::memory_order_relaxed) > 0) {
@@ -701,6 +765,10 @@ private:
   }
 
   void work(worker& self) {
+    exit_marker& marker = thread_exit_marker();
+    marker.pool = this;
+    marker.self = &self;
+    worker_of() = this;
     current_pool() = this;
     current_worker() = &self;
     detail::task t;
@@ -762,7 +830,12 @@ private:
       work_cv_.notify_all();
       idle_cv_.notify_all();
     }
-    self.finished = true; // under mutex_: a joiner that sees it waits only for the exit
+    // `finished` is set by the thread's exit_marker, after its thread_local destructors.
+  }
+
+  static exit_marker& thread_exit_marker() noexcept {
+    static thread_local exit_marker marker;
+    return marker;
   }
 
   // The destructor (mutex_ held): waits until no task is pending. While the pool has no
@@ -781,8 +854,7 @@ private:
       slot_scan seen;
       if (find_work(nullptr, t, seen)) {
         lock.unlock();
-        t(); // not a worker: what it posts goes to injection_, as from any outside thread
-        t.reset();
+        run_as_pool_task(t);
         finish();
         lock.lock();
         period = stale_after();
@@ -793,7 +865,47 @@ private:
     }
   }
 
-  // Joins the retired workers whose threads are not the calling thread.
+  // The destructor runs t as a task of this pool (with no worker): from it, wait_idle() throws
+  // and destroying the pool is detected; what it posts goes to the injection queue.
+  void run_as_pool_task(detail::task& t) {
+    threadpool* const pool = current_pool();
+    worker* const w = current_worker();
+    current_pool() = this;
+    current_worker() = nullptr;
+    const auto restore = detail::at_scope_exit([pool, w] {
+      current_pool() = pool;
+      current_worker() = w;
+    });
+    t();
+    t.reset(); // destroy captures before the task counts as finished
+  }
+
+  // Runs what is pending, then retires and joins every worker, until no task is pending and no
+  // thread is left: tasks run meanwhile, and the thread_local destructors of exiting workers,
+  // may post and resize again. (The destructor; the constructor when a thread cannot start.)
+  void shut_down() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      drain(lock);
+      if (active_.empty() && retiring_.empty()) {
+        return;
+      }
+      for (auto& w : active_) {
+        w->retire.store(true, std::memory_order_relaxed);
+      }
+      work_cv_.notify_all();
+      std::vector<std::unique_ptr<worker>> workers = std::move(active_);
+      active_.clear();
+      size_.store(0, std::memory_order_relaxed);
+      lock.unlock();
+      for (auto& w : workers) {
+        w->thread.join();
+      }
+      join_retired(true);
+      lock.lock();
+    }
+  }
+
   // Joins the retirees whose threads have finished (all of them when `all`: the destructor,
   // which no worker runs).
   void join_retired(bool all) {

@@ -888,6 +888,246 @@ TEST_CASE("a paused pool's destructor runs a child its blocked parent waits for"
   }
 }
 
+namespace {
+
+// A copy-only capture (rule of three, no move constructor) whose destructor posts a task, live
+// object or moved-from copy alike: a move of the task destroys the source copy, and the pool
+// used to move tasks under its own locks, so that post deadlocked on the lock it held.
+threadpool* notify_pool = nullptr;
+std::atomic<int> notified{0};
+struct notify_on_destroy {
+  notify_on_destroy() = default;
+  notify_on_destroy(const notify_on_destroy&) = default; // noexcept: it used to be stored inline
+  notify_on_destroy& operator=(const notify_on_destroy&) = default;
+  ~notify_on_destroy() {
+    notify_pool->execute([] { notified.fetch_add(1); });
+  }
+};
+
+} // namespace
+
+TEST_CASE("a capture whose destructor posts, moved-from copies included, deadlocks nothing",
+          "[threadpool]") {
+  for (int mode = 0; mode < 3; ++mode) {
+    INFO("mode " << mode);
+    std::atomic<bool> done{false};
+    std::thread runner([&] {
+      threadpool pool(2);
+      notify_pool = &pool;
+      notify_on_destroy n;
+      if (mode == 0) {
+        pool.execute([n] {}); // from outside: the injection queue
+      } else if (mode == 1) {
+        pool.post([] {
+              notify_on_destroy m;
+              notify_pool->execute([] {});  // the first post: the next slot
+              notify_pool->execute([m] {}); // the second: the worker's local queue
+            })
+            .get();
+      } else {
+        pool.post([n](int x) { return x; }, 1).get(); // a post's bound call
+      }
+      pool.wait_idle();
+      done = true;
+    });
+    await_or_abort([&] { return done.load(); }, "a pool whose task captures post when destroyed");
+    runner.join();
+  }
+}
+
+TEST_CASE("post(f).get() returns after f's copies are destroyed, as std::async's does",
+          "[threadpool]") {
+  // std::async's thread completes (its copies of f and of the arguments destroyed) before
+  // get() returns; the pool used to make the result ready first and destroy the captures
+  // afterwards, so a capture referring to the caller's stack outlived it.
+  struct slow_to_die {
+    std::atomic<int>* dead;
+    bool live = true;
+    explicit slow_to_die(std::atomic<int>* d) : dead(d) {}
+    slow_to_die(slow_to_die&& o) noexcept : dead(o.dead) { o.live = false; }
+    slow_to_die(const slow_to_die& o) : dead(o.dead) {}
+    ~slow_to_die() {
+      if (live) {
+        std::this_thread::sleep_for(20ms);
+        dead->fetch_add(1);
+      }
+    }
+  };
+  threadpool pool(2);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<int> dead{0};
+    slow_to_die arg(&dead);
+    slow_to_die capture(&dead);
+    const int v =
+        pool.post([c = std::move(capture)](const slow_to_die&) { return 5; }, std::move(arg)).get();
+    CHECK(v == 5);
+    CHECK(dead.load() == 2); // the lambda's copy and the argument's copy, both gone
+    std::atomic<int> thrown_dead{0};
+    slow_to_die c2(&thrown_dead);
+    auto f = pool.post([c = std::move(c2)]() -> int { throw std::runtime_error("x"); });
+    CHECK_THROWS_AS(f.get(), std::runtime_error);
+    CHECK(thrown_dead.load() == 1);
+  }
+}
+
+TEST_CASE("wait_idle_until takes any time point, from min() to max(), of any clock",
+          "[threadpool]") {
+  // until - Clock::now() overflowed in the common unit: max() of a coarse time point gave up
+  // at once, and min() waited for as long as the pool was busy.
+  threadpool pool(1);
+  std::atomic<bool> release{false};
+  pool.execute([&] {
+    while (!release.load()) {
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(1s);
+    release = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(pool.wait_idle_until(std::chrono::steady_clock::time_point::min()));
+  CHECK_FALSE(pool.wait_idle_until(std::chrono::system_clock::time_point::min()));
+  CHECK_FALSE(pool.wait_idle_until(
+      std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>::min()));
+  CHECK(std::chrono::steady_clock::now() - t0 < 500ms); // looked, did not wait
+  CHECK(pool.wait_idle_until(
+      std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>::max()));
+  releaser.join();
+  pool.execute([] { std::this_thread::sleep_for(30ms); });
+  CHECK(pool.wait_idle_until(
+      std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>::max()));
+  pool.execute([] { std::this_thread::sleep_for(30ms); });
+  CHECK(pool.wait_idle_until(std::chrono::system_clock::time_point::max()));
+  CHECK(pool.wait_idle_until(std::chrono::steady_clock::now() + 10s));
+}
+
+TEST_CASE("a task that a paused pool's destructor runs is a task of the pool", "[threadpool]") {
+  // The destructor ran such tasks as a stranger: wait_idle() from one of them did not throw
+  // std::logic_error, it waited for itself for good.
+  std::atomic<bool> done{false};
+  std::future<void> waited;
+  std::thread owner([&] {
+    threadpool pool(0);
+    waited = pool.post([&pool] { pool.wait_idle(); });
+  });
+  std::thread watcher([&] {
+    owner.join();
+    done = true;
+  });
+  await_or_abort([&] { return done.load(); }, "the destructor of a paused pool");
+  watcher.join();
+  CHECK_THROWS_AS(waited.get(), std::logic_error);
+}
+
+namespace {
+threadpool* resize_pool = nullptr;
+std::atomic<int> resize_posts{0};
+std::atomic<int> resizes_entered{0};
+std::atomic<int> resizes_returned{0};
+struct resizes_at_thread_exit {
+  int mode = 0; // 1: post a task that grows the pool; 2: shrink the pool directly
+  ~resizes_at_thread_exit() {
+    if (mode == 1) {
+      resize_posts.fetch_add(1);
+      resize_pool->execute([] { resize_pool->configurepool(2); });
+    } else if (mode == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50)); // both retirees are exiting
+      resizes_entered.fetch_add(1);
+      resize_pool->configurepool(0);
+      resizes_returned.fetch_add(1);
+    }
+  }
+};
+thread_local resizes_at_thread_exit resize_at_exit;
+} // namespace
+
+TEST_CASE("the destructor joins workers that tasks start while it ends", "[threadpool]") {
+  // A worker's thread_local destructor posted a task that grew the pool after the destructor
+  // had joined every thread; the new workers were never joined (std::terminate).
+  for (int rep = 0; rep < 3; ++rep) {
+    resize_posts = 0;
+    std::atomic<bool> done{false};
+    std::thread owner([&] {
+      threadpool pool(1);
+      resize_pool = &pool;
+      pool.post([] { resize_at_exit.mode = 1; }).get();
+    });
+    std::thread watcher([&] {
+      owner.join();
+      done = true;
+    });
+    await_or_abort([&] { return done.load(); }, "a destructor whose workers grow the pool");
+    watcher.join();
+    CHECK(resize_posts.load() >= 1);
+  }
+}
+
+TEST_CASE("two retiring workers that resize the pool at thread exit never join each other",
+          "[threadpool]") {
+  // Retirees counted as finished before their thread_local destructors ran; two such
+  // destructors calling configurepool joined each other for good (and the destructor of the
+  // pool returned without having joined them).
+  for (int rep = 0; rep < 3; ++rep) {
+    resizes_entered = 0;
+    resizes_returned = 0;
+    {
+      threadpool pool(2);
+      resize_pool = &pool;
+      std::atomic<int> armed{0};
+      for (int k = 0; k < 2; ++k) {
+        pool.execute([&] {
+          resize_at_exit.mode = 2;
+          armed.fetch_add(1);
+          while (armed.load() < 2) {
+            std::this_thread::yield(); // one task on each worker
+          }
+        });
+      }
+      pool.wait_idle();
+      pool.configurepool(0); // both retire; exiting, each calls configurepool
+      await_or_abort([] { return resizes_entered.load() == 2; }, "two retirees exiting");
+    }
+    await_or_abort([] { return resizes_returned.load() == 2; },
+                   "two configurepool calls from exiting retirees");
+  }
+}
+
+namespace {
+
+// A handler whose captures post when the handler is destroyed (replaced).
+struct posts_when_dropped {
+  threadpool* pool;
+  std::atomic<int>* ran;
+  bool live = true;
+  posts_when_dropped(threadpool* p, std::atomic<int>* r) : pool(p), ran(r) {}
+  posts_when_dropped(const posts_when_dropped& o) : pool(o.pool), ran(o.ran) {}
+  posts_when_dropped(posts_when_dropped&& o) noexcept : pool(o.pool), ran(o.ran) { o.live = false; }
+  ~posts_when_dropped() {
+    if (live) {
+      pool->execute([r = ran] { r->fetch_add(1); });
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("replacing the exception handler destroys the old one outside the pool's lock",
+          "[threadpool]") {
+  std::atomic<bool> done{false};
+  std::atomic<int> ran{0};
+  std::thread runner([&] {
+    threadpool pool(1);
+    pool.set_exception_handler([c = posts_when_dropped(&pool, &ran)](std::exception_ptr) {});
+    pool.set_exception_handler(nullptr); // drops the first handler and its capture
+    pool.wait_idle();
+    done = true;
+  });
+  await_or_abort([&] { return done.load(); }, "replacing a handler whose capture posts");
+  runner.join();
+  CHECK(ran.load() == 1);
+}
+
 #if defined(__unix__)
 #include <csignal>
 #include <string>

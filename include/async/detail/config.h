@@ -11,6 +11,8 @@
 //   ASYNC_TEST_PERTURB     the library's tests only: define to 1 to turn every ASYNC_PERTURB()
 //                          point into a random yield or short sleep (detail/perturb.h). Never
 //                          in a user's build: it makes every operation slower.
+//   ASYNC_TEST_FAULTS      the library's tests only: define to 1 to let a test make the pool's
+//                          thread starts fail (detail/perturb.h).
 //
 // Detected (read-only) macros:
 //   ASYNC_ARCH_X86_64, ASYNC_ARCH_X86, ASYNC_ARCH_AARCH64, ASYNC_ARCH_ARM, ASYNC_ARCH_OTHER
@@ -20,6 +22,7 @@
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
 //   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE
 //   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
+//   ASYNC_FAULT_THREAD_START()  a fault-injection point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
 #define ASYNC_DETAIL_CONFIG_H
 
@@ -93,6 +96,9 @@
 // ---- test seam --------------------------------------------------------------------------------
 #ifndef ASYNC_TEST_PERTURB
 #define ASYNC_TEST_PERTURB 0
+#endif
+#ifndef ASYNC_TEST_FAULTS
+#define ASYNC_TEST_FAULTS 0
 #endif
 
 // ---- compiler hints ---------------------------------------------------------------------------

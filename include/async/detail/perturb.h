@@ -74,4 +74,44 @@ inline void perturb_here() noexcept {
 
 #endif
 
+// Fault injection, for the library's tests too (ASYNC_TEST_FAULTS=1): a test makes the pool's
+// thread starts fail, as std::thread's constructor does when the system has no thread left.
+#if ASYNC_TEST_FAULTS
+
+#include <atomic>
+#include <system_error>
+
+namespace async {
+namespace detail {
+
+/// How many more thread starts succeed before each following one fails (-1: all succeed).
+inline std::atomic<int>& thread_starts_left() noexcept {
+  static std::atomic<int> n{-1};
+  return n;
+}
+
+inline void fault_thread_start() {
+  int left = thread_starts_left().load();
+  while (left >= 0) {
+    if (left == 0) {
+      throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                              "async test fault: thread start");
+    }
+    if (thread_starts_left().compare_exchange_weak(left, left - 1)) {
+      return;
+    }
+  }
+}
+
+} // namespace detail
+} // namespace async
+
+#define ASYNC_FAULT_THREAD_START() ::async::detail::fault_thread_start()
+
+#else
+
+#define ASYNC_FAULT_THREAD_START() static_cast<void>(0)
+
+#endif
+
 #endif // ASYNC_DETAIL_PERTURB_H

@@ -12,12 +12,17 @@
 
 #include "config.h"
 
+#include "traits.h"
+
 #include <cstddef>
 #include <functional>
+#include <future>
 #include <memory>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace async {
 namespace detail {
@@ -107,11 +112,47 @@ auto invoke(F&& f, Args&&... args) -> decltype(std::forward<F>(f)(std::forward<A
 template <typename F, typename... Args>
 using invoke_result_t = decltype(detail::invoke(std::declval<F>(), std::declval<Args>()...));
 
+// ---- quiet relocation ---------------------------------------------------------------------------
+
+/// Whether destroying a T that has been moved from runs no code of the user's. The pool moves
+/// tasks between its queues under its locks, and a move destroys the object moved from: a
+/// destructor that ran user code there (one that posts, say) would run under those locks. So
+/// only callables for which this holds are kept inline; others live on the heap, and their
+/// moves move a pointer. True for trivially destructible types, for a type that says so
+/// (a static member `moved_from_is_quiet`), and for the standard types whose moved-from state
+/// is empty: strings and vectors (with std::allocator), shared, weak and unique pointers with
+/// the default deleter, promises.
+template <typename T, typename = void>
+struct moved_from_is_quiet : std::is_trivially_destructible<T> {};
+template <typename T>
+struct moved_from_is_quiet<T, void_t<decltype(T::moved_from_is_quiet)>>
+    : std::integral_constant<bool, T::moved_from_is_quiet> {};
+template <typename C, typename Tr>
+struct moved_from_is_quiet<std::basic_string<C, Tr, std::allocator<C>>, void> : std::true_type {};
+template <typename U>
+struct moved_from_is_quiet<std::vector<U, std::allocator<U>>, void> : std::true_type {};
+template <typename U>
+struct moved_from_is_quiet<std::shared_ptr<U>, void> : std::true_type {};
+template <typename U>
+struct moved_from_is_quiet<std::weak_ptr<U>, void> : std::true_type {};
+template <typename U>
+struct moved_from_is_quiet<std::unique_ptr<U, std::default_delete<U>>, void> : std::true_type {};
+template <typename R>
+struct moved_from_is_quiet<std::promise<R>, void> : std::true_type {};
+
+template <typename... T>
+struct all_quiet : std::true_type {};
+template <typename T, typename... Rest>
+struct all_quiet<T, Rest...>
+    : std::integral_constant<bool, moved_from_is_quiet<T>::value && all_quiet<Rest...>::value> {};
+
 // ---- task ---------------------------------------------------------------------------------------
 
 /// A move-only `void()` callable. Callables of at most inline_size bytes, of fundamental
-/// alignment and with a noexcept move constructor live inside the task; larger ones on the heap.
-/// Not thread-safe (a value type: one owner at a time).
+/// alignment, with a noexcept move constructor and a quiet moved-from state
+/// (moved_from_is_quiet) live inside the task; others on the heap, where a move of the task
+/// moves a pointer and runs no code of the callable. Not thread-safe (a value type: one owner
+/// at a time).
 class task {
 public:
   static constexpr std::size_t inline_size = 64;
@@ -172,7 +213,7 @@ private:
   template <typename D>
   static constexpr bool fits_inline() {
     return sizeof(D) <= inline_size && alignof(D) <= alignof(std::max_align_t) &&
-           std::is_nothrow_move_constructible<D>::value;
+           std::is_nothrow_move_constructible<D>::value && moved_from_is_quiet<D>::value;
   }
 
   template <typename D>

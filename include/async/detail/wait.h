@@ -67,6 +67,17 @@ wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& 
   return now + std::chrono::duration_cast<wait_clock::duration>(timeout);
 }
 
+/// The deadline on the waiting clock for the time point `until` of any clock. Computed in
+/// floating point, so that time points far away of any unit saturate as deadline_after's
+/// timeouts do: max() waits as long as it must, min() (or any past point) only looks.
+template <typename Clock, typename Duration>
+wait_clock::time_point deadline_at(const std::chrono::time_point<Clock, Duration>& until) {
+  using seconds_f = std::chrono::duration<long double>;
+  const seconds_f left = std::chrono::duration_cast<seconds_f>(until.time_since_epoch()) -
+                         std::chrono::duration_cast<seconds_f>(Clock::now().time_since_epoch());
+  return deadline_after(left);
+}
+
 /// cv.wait_until(lock, deadline), where no_deadline() waits without a timeout:
 /// wait_until(time_point::max()) overflows inside some standard libraries. Returns false on
 /// timeout. (Like wait_until, it may also return on a spurious wake-up.)

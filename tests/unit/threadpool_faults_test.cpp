@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: BSL-1.0
+// async::threadpool when the system says no: a thread that cannot start (the test seam
+// ASYNC_TEST_FAULTS makes std::thread's constructor fail as it does when the system has no
+// thread left) and memory that runs out (this binary replaces operator new, so that the calling
+// thread's next allocation can be made to throw std::bad_alloc). Nothing may be lost, leaked,
+// left unjoined or counted as pending for ever.
+#include <async/threadpool.h>
+
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+using async::threadpool;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The calling thread's allocations that succeed before one fails (-1: none fails).
+thread_local int allocations_before_failure = -1;
+thread_local bool fail_next_allocation = false;
+
+void* allocate(std::size_t n) {
+  if (fail_next_allocation || allocations_before_failure == 0) {
+    fail_next_allocation = false;
+    allocations_before_failure = -1;
+    throw std::bad_alloc();
+  }
+  if (allocations_before_failure > 0) {
+    --allocations_before_failure;
+  }
+  if (void* p = std::malloc(n != 0 ? n : 1)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+
+} // namespace
+
+void* operator new(std::size_t n) { return allocate(n); }
+void* operator new[](std::size_t n) { return allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+TEST_CASE("a pool whose constructor cannot start every thread throws and leaves none behind",
+          "[threadpool][faults]") {
+  // The threads that had started were left in the pool, and their std::thread objects were
+  // destroyed unjoined: std::terminate.
+  for (int started = 0; started < 4; ++started) {
+    async::detail::thread_starts_left() = started;
+    CHECK_THROWS_AS(threadpool(4), std::system_error);
+    async::detail::thread_starts_left() = -1;
+  }
+  threadpool pool(2); // and the next pool starts as usual
+  CHECK(pool.post([] { return 7; }).get() == 7);
+}
+
+TEST_CASE("configurepool that cannot start every thread throws; size() counts the workers",
+          "[threadpool][faults]") {
+  // size() kept its old value, although the threads that had started did run.
+  threadpool pool(1);
+  async::detail::thread_starts_left() = 2;
+  CHECK_THROWS_AS(pool.configurepool(5), std::system_error);
+  async::detail::thread_starts_left() = -1;
+  CHECK(pool.size() == 3);
+  CHECK(async_test::eventually_equal([&] { return pool.idlesize(); }, std::size_t(3)));
+  std::vector<std::future<int>> results;
+  for (int k = 0; k < 20; ++k) {
+    results.push_back(pool.post([k] { return k; }));
+  }
+  for (int k = 0; k < 20; ++k) {
+    CHECK(results[static_cast<std::size_t>(k)].get() == k);
+  }
+  pool.configurepool(4);
+  CHECK(pool.size() == 4);
+}
+
+TEST_CASE("a post that runs out of memory leaves nothing pending", "[threadpool][faults]") {
+  // The task was counted as pending before it was queued; when queueing threw, it stayed
+  // counted: wait_idle never returned, and neither did the destructor.
+  std::atomic<int> ran{0};
+  int accepted = 0;
+  int refused = 0;
+  {
+    threadpool pool(0); // paused: the queue grows, and needs a new block now and then
+    for (int k = 0; k < 200 && refused < 3; ++k) {
+      fail_next_allocation = true;
+      try {
+        pool.execute([&ran] { ran.fetch_add(1); });
+        ++accepted;
+      } catch (const std::bad_alloc&) {
+        ++refused;
+      }
+      fail_next_allocation = false;
+    }
+    // From a task: its second and later posts go to its worker's local queue.
+    pool.configurepool(1);
+    pool.post([&] {
+          for (int k = 0; k < 200 && refused < 6; ++k) {
+            fail_next_allocation = true;
+            try {
+              pool.execute([&ran] { ran.fetch_add(1); });
+              ++accepted;
+            } catch (const std::bad_alloc&) {
+              ++refused;
+            }
+            fail_next_allocation = false;
+          }
+        })
+        .get();
+    CHECK(refused >= 4);
+    CHECK(pool.wait_idle_for(10s));
+  }
+  CHECK(ran.load() == accepted);
+}
+
+TEST_CASE("cancel_pending that runs out of memory cancels nothing and breaks nothing",
+          "[threadpool][faults]") {
+  // The tasks moved out before an allocation failed stayed in the queue, empty: a worker later
+  // called an empty task (a crash).
+  int refused = 0;
+  for (int fail_at = 0; fail_at < 10; ++fail_at) {
+    std::atomic<int> ran{0};
+    threadpool pool(0);
+    for (int k = 0; k < 100; ++k) {
+      pool.execute([&ran] { ran.fetch_add(1); });
+    }
+    allocations_before_failure = fail_at;
+    std::size_t cancelled = 0;
+    bool threw = false;
+    try {
+      cancelled = pool.cancel_pending();
+    } catch (const std::bad_alloc&) {
+      threw = true;
+      ++refused;
+    }
+    allocations_before_failure = -1;
+    pool.configurepool(2);
+    CHECK(pool.wait_idle_for(10s));
+    INFO("allocation " << fail_at << " fails");
+    CHECK(static_cast<std::size_t>(ran.load()) + cancelled == 100);
+    if (threw) {
+      CHECK(ran.load() == 100); // nothing was cancelled
+    }
+  }
+  CHECK(refused > 0);
+}
