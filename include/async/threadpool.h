@@ -66,20 +66,30 @@ namespace async {
 /// Destruction waits until no task is pending: it runs every task already posted, and every
 /// task those tasks post, so no future ever sees broken_promise (a chain whose tasks keep
 /// posting successors for ever keeps the destructor waiting for ever: end it with a flag its
-/// tasks read). Then it joins every thread, and runs what their thread_local destructors posted.
-/// With size 0 the destructor runs the queued tasks itself, and the tasks that retiring workers'
-/// tasks (still running) post or wait for. During destruction, tasks may post, resize and
-/// cancel_pending(); other threads must not use the pool any more. Destroying the pool from one of
-/// its own tasks would wait for itself: it is detected and ends the program (a message on stderr,
-/// then std::terminate).
+/// tasks read). Then it joins every thread, runs what their thread_local destructors posted,
+/// and goes on so until no task is pending and no thread is left (a task may grow the pool
+/// again meanwhile; those threads are joined too). With size 0 the destructor runs the queued
+/// tasks itself, as tasks of the pool, and the tasks that retiring workers' tasks (still
+/// running) post or wait for. During destruction, tasks may post, resize and cancel_pending();
+/// other threads must not use the pool any more. Destroying the pool from one of its own tasks
+/// (or threads) would wait for itself: it is detected and ends the program (a message on
+/// stderr, then std::terminate).
+///
+/// Failures: when a thread cannot start, the constructor throws std::system_error having joined
+/// the threads it started, and configurepool throws it with size() counting the workers that
+/// did start. When memory runs out, post and execute throw std::bad_alloc with nothing queued
+/// or counted, and cancel_pending throws it having cancelled nothing.
 ///
 /// Memory: one heap block per post for the future's shared state; the task itself lives in an
-/// inline buffer of detail::task::inline_size bytes unless the callable and its arguments are
-/// larger (one more allocation). Per worker: a thread, a deque and a mutex.
+/// inline buffer of detail::task::inline_size bytes, unless the callable and its arguments are
+/// larger, or destroying a moved-from copy of them could run code of the user's (a capture
+/// with a destructor of its own, other than standard strings, vectors, smart pointers and
+/// promises): then one more allocation. Per worker: a thread, a deque and a mutex.
 ///
 /// Requirements on callables: move-constructible (they are moved into the pool, and between
-/// its queues, sometimes under its locks: a move constructor must not use the pool); a
-/// destructor may post to the pool.
+/// its queues, sometimes under its locks: a move constructor must not use the pool). Their
+/// destructors may use the pool, those of moved-from copies included: a callable whose
+/// moved-from destructor could run user code is kept on the heap and never moved.
 ///
 /// When not to use: for tasks that block for long periods (I/O), size the pool for the blocking,
 /// or use threads of their own; the pool does not grow by itself.
@@ -131,8 +141,9 @@ public:
   /// Runs f(args...) on a worker and returns a future for its result, exactly like
   /// std::async(std::launch::async, f, args...): f and args are decay-copied or moved into the
   /// task (std::ref passes a reference), member pointers take the object as first argument
-  /// (object, pointer, reference_wrapper or smart pointer), an exception reaches future::get().
-  /// Thread-safe.
+  /// (object, pointer, reference_wrapper or smart pointer), an exception reaches future::get(),
+  /// and the task's copies of f and args are destroyed before the future becomes ready.
+  /// Throws std::bad_alloc (nothing posted) when memory runs out. Thread-safe.
   template <typename F, typename... Args,
             typename R = detail::invoke_result_t<typename std::decay<F>::type,
                                                  typename std::decay<Args>::type...>>
@@ -145,7 +156,8 @@ public:
   }
 
   /// Runs f() on a worker, without a future. An exception escaping f goes to the handler set
-  /// with set_exception_handler (default: std::terminate). Thread-safe.
+  /// with set_exception_handler (default: std::terminate). Throws std::bad_alloc (nothing
+  /// queued) when memory runs out. Thread-safe.
   template <typename F>
   void execute(F&& f) {
     submit(detail::task(guarded_call<typename std::decay<F>::type>{std::forward<F>(f), this}));
@@ -169,11 +181,13 @@ public:
 
   /// Sets the number of workers to n. Growing starts threads before returning; shrinking marks
   /// workers to retire after their current task and never waits for a running task: it joins
-  /// only retirees whose threads have already finished; the others are joined by a later
-  /// configurepool or by the destructor. (So no thread ever joins a thread that could be
-  /// joining it, and a worker never joins itself; every thread is joined, none detached.)
-  /// May be called from any thread, tasks of this pool included, and concurrently.
-  /// Thread-safe (takes the pool's lock briefly).
+  /// only retirees whose threads have finished (thread_local destructors included); the others
+  /// are joined by a later configurepool or by the destructor. (So no thread ever joins a
+  /// thread that could be joining it, and a worker never joins itself; every thread is joined,
+  /// none detached.) May be called from any thread, tasks of this pool and workers' thread_local
+  /// destructors included, and concurrently. Throws std::system_error when a thread cannot
+  /// start; size() then counts the workers that did. Thread-safe (takes the pool's lock
+  /// briefly).
   void configurepool(std::size_t n) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -236,7 +250,8 @@ public:
   /// the future of each discarded post() reports std::future_error (broken_promise), each
   /// discarded execute() task is destroyed. Running tasks are never touched, and neither is the
   /// one task that each running task may have waiting in its worker's "next" slot (its first
-  /// post, which runs right after it on the same thread). Thread-safe.
+  /// post, which runs right after it on the same thread). Throws std::bad_alloc, having
+  /// cancelled nothing, when memory runs out. Thread-safe.
   std::size_t cancel_pending() {
     std::vector<detail::task> dropped;
     {

@@ -21,6 +21,12 @@
 using async::threadpool;
 using namespace std::chrono_literals;
 
+// ThreadSanitizer's runtime (linked statically by clang) defines operator new itself: there the
+// out-of-memory cases are left out (they are about exception safety, not races; the native and
+// AddressSanitizer builds run them).
+#if !ASYNC_TSAN
+#define ASYNC_TEST_REPLACES_NEW 1
+
 namespace {
 
 // The calling thread's allocations that succeed before one fails (-1: none fails).
@@ -50,6 +56,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 TEST_CASE("a pool whose constructor cannot start every thread throws and leaves none behind",
           "[threadpool][faults]") {
@@ -83,6 +90,8 @@ TEST_CASE("configurepool that cannot start every thread throws; size() counts th
   pool.configurepool(4);
   CHECK(pool.size() == 4);
 }
+
+#if ASYNC_TEST_REPLACES_NEW
 
 TEST_CASE("a post that runs out of memory leaves nothing pending", "[threadpool][faults]") {
   // The task was counted as pending before it was queued; when queueing threw, it stayed
@@ -154,3 +163,5 @@ TEST_CASE("cancel_pending that runs out of memory cancels nothing and breaks not
   }
   CHECK(refused > 0);
 }
+
+#endif
