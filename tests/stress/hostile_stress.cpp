@@ -28,6 +28,7 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -128,6 +129,7 @@ struct ledger {
 struct verdict {
   std::size_t accepted = 0, refused = 0, pending = 0, lost = 0, duplicated = 0,
               refused_delivered = 0, garbage = 0, disorder = 0;
+  std::string first_problem; // the first lost, duplicated or refused-but-delivered element
 };
 
 // One run: P producers, C consumers, close() once about half of the elements went in.
@@ -157,8 +159,12 @@ verdict attack(Queue& q, std::size_t producers, std::size_t consumers, std::size
           garbage.fetch_add(1);
           return;
         }
-        if (static_cast<std::int64_t>(v.k) <= last[v.p]) {
-          disorder.fetch_add(1);
+        if (static_cast<std::int64_t>(v.k) <= last[v.p] && disorder.fetch_add(1) == 0) {
+          std::fprintf(stderr,
+                       "  first out of order: consumer %zu got producer %zu's element %zu "
+                       "after its element %lld\n",
+                       c, static_cast<std::size_t>(v.p), static_cast<std::size_t>(v.k),
+                       static_cast<long long>(last[v.p]));
         }
         last[v.p] = v.k;
         book.delivered[v.p * per_producer + v.k].fetch_add(1);
@@ -186,13 +192,23 @@ verdict attack(Queue& q, std::size_t producers, std::size_t consumers, std::size
   for (std::size_t i = 0; i < producers * per_producer; ++i) {
     const auto o = static_cast<outcome>(book.outcomes[i].load());
     const auto d = book.delivered[i].load();
+    const auto name = [&] {
+      return "producer " + std::to_string(i / per_producer) + "'s element " +
+             std::to_string(i % per_producer);
+    };
     if (o == outcome::accepted) {
       ++v.accepted;
       v.lost += d == 0 ? 1 : 0;
       v.duplicated += d > 1 ? d - 1 : 0;
+      if (d != 1 && v.first_problem.empty()) {
+        v.first_problem = name() + (d == 0 ? " was accepted and lost" : " was delivered twice");
+      }
     } else if (o == outcome::refused) {
       ++v.refused;
       v.refused_delivered += d;
+      if (d != 0 && v.first_problem.empty()) {
+        v.first_problem = name() + " was refused and delivered";
+      }
     } else {
       ++v.pending;
     }
@@ -202,6 +218,7 @@ verdict attack(Queue& q, std::size_t producers, std::size_t consumers, std::size
 
 void check(const verdict& v) {
   std::printf("  accepted %zu, refused %zu\n", v.accepted, v.refused);
+  INFO("first problem: " << (v.first_problem.empty() ? "none" : v.first_problem));
   CHECK(v.pending == 0); // every call reported its element accepted or refused
   CHECK(v.lost == 0);
   CHECK(v.duplicated == 0);

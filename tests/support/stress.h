@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,7 +36,15 @@ struct stress_report {
   std::size_t fifo_violations = 0;
   std::size_t lost = 0;
   std::size_t duplicated = 0;
+  // The first of each kind of failure, in words ("producer 3's item 1207 ..."), for the report.
+  std::string first_fifo_violation;
+  std::string first_lost;
+  std::string first_duplicated;
 };
+
+inline std::string describe_item(std::size_t producer, std::int64_t k) {
+  return "producer " + std::to_string(producer) + "'s item " + std::to_string(k);
+}
 
 /// produce(p, item): must enqueue `item` (retrying itself if it uses try calls).
 /// consume(c, out): got::item with `out` set, got::empty (try again), or got::finished.
@@ -49,6 +59,14 @@ stress_report run_stress(const stress_shape& shape, Produce produce, Consume con
   }
   std::atomic<std::size_t> received{0};
   std::atomic<std::size_t> fifo_violations{0};
+  std::mutex first_mutex;
+  std::string first_fifo_violation;
+  auto note_violation = [&](const std::string& what) {
+    if (fifo_violations.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lock(first_mutex);
+      first_fifo_violation = what;
+    }
+  };
   start_barrier barrier(shape.producers + shape.consumers);
 
   std::vector<std::thread> producers;
@@ -78,12 +96,15 @@ stress_report run_stress(const stress_shape& shape, Produce produce, Consume con
         const auto p = static_cast<std::size_t>(item >> 32);
         const auto k = static_cast<std::int64_t>(item & 0xffffffffu);
         if (p >= shape.producers || k >= static_cast<std::int64_t>(shape.per_producer)) {
-          fifo_violations.fetch_add(1); // garbage: counted as a violation (and as received,
-          received.fetch_add(1);        // so that the run still ends)
+          // Garbage: counted as a violation (and as received, so that the run still ends).
+          note_violation("consumer " + std::to_string(c) + " received garbage " +
+                         std::to_string(item));
+          received.fetch_add(1);
           continue;
         }
         if (k <= last[p]) {
-          fifo_violations.fetch_add(1);
+          note_violation("consumer " + std::to_string(c) + " received " + describe_item(p, k) +
+                         " after its item " + std::to_string(last[p]));
         }
         last[p] = k;
         seen[p * shape.per_producer + static_cast<std::size_t>(k)].fetch_add(1);
@@ -102,11 +123,19 @@ stress_report run_stress(const stress_shape& shape, Produce produce, Consume con
   stress_report r;
   r.received = received.load();
   r.fifo_violations = fifo_violations.load();
+  r.first_fifo_violation = first_fifo_violation;
   for (std::size_t i = 0; i < total; ++i) {
     const auto n = seen[i].load();
+    const std::size_t p = i / shape.per_producer;
+    const auto k = static_cast<std::int64_t>(i % shape.per_producer);
     if (n == 0) {
-      ++r.lost;
+      if (r.lost++ == 0) {
+        r.first_lost = describe_item(p, k);
+      }
     } else if (n > 1) {
+      if (r.duplicated == 0) {
+        r.first_duplicated = describe_item(p, k) + " (received " + std::to_string(n) + " times)";
+      }
       r.duplicated += n - 1;
     }
   }
@@ -115,6 +144,10 @@ stress_report run_stress(const stress_shape& shape, Produce produce, Consume con
 
 inline void check_report(const stress_shape& shape, const stress_report& r) {
   INFO(shape.producers << "p" << shape.consumers << "c x " << shape.per_producer);
+  INFO(
+      "first out of order: " << (r.first_fifo_violation.empty() ? "none" : r.first_fifo_violation));
+  INFO("first lost: " << (r.first_lost.empty() ? "none" : r.first_lost));
+  INFO("first duplicated: " << (r.first_duplicated.empty() ? "none" : r.first_duplicated));
   CHECK(r.fifo_violations == 0);
   CHECK(r.lost == 0);
   CHECK(r.duplicated == 0);

@@ -139,6 +139,38 @@ inline double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+/// CPU seconds per wall second that the whole process burns over `window`.
+inline double process_cpu_fraction(std::chrono::milliseconds window) {
+  const double cpu0 = process_cpu_seconds();
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(window);
+  const double cpu = process_cpu_seconds() - cpu0;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return cpu / wall;
+}
+
+/// The same measure with one more thread that spins: about what a waiter that never parks would
+/// cost, taken now, on this machine, under whatever else runs on it (qemu, a sanitizer, a busy
+/// CI host). The yardstick of the idle-CPU checks, which compare with it rather than with a
+/// fixed share of a core.
+inline double spinning_cpu_fraction(std::chrono::milliseconds window) {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> started{false};
+  std::thread spinner([&] {
+    started = true;
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  while (!started.load()) {
+    std::this_thread::yield();
+  }
+  const double f = process_cpu_fraction(window);
+  stop = true;
+  spinner.join();
+  return f;
+}
+
 /// Copy-only: its moves are deleted, so a queue must copy where it would move.
 struct copy_only {
   copy_only() = default;
