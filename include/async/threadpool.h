@@ -4,6 +4,9 @@
 
 #include "detail/config.h"
 
+#include "detail/idle_workers.h"
+#include "detail/local_queue.h"
+#include "detail/next_slot.h"
 #include "detail/perturb.h"
 #include "detail/slot.h"
 #include "detail/task.h"
@@ -148,7 +151,8 @@ public:
             typename R = detail::invoke_result_t<typename std::decay<F>::type,
                                                  typename std::decay<Args>::type...>>
   std::future<R> post(F&& f, Args&&... args) {
-    using call = bound_call<R, typename std::decay<F>::type, typename std::decay<Args>::type...>;
+    using call =
+        detail::promised_call<R, typename std::decay<F>::type, typename std::decay<Args>::type...>;
     std::promise<R> promise;
     std::future<R> future = promise.get_future();
     submit(detail::task(call(std::move(promise), std::forward<F>(f), std::forward<Args>(args)...)));
@@ -195,7 +199,7 @@ public:
       // there are, and a waiting destructor learns that there is none.
       const auto counted = detail::at_scope_exit([this] {
         size_.store(active_.size(), std::memory_order_relaxed);
-        work_cv_.notify_all(); // parked retirees wake up and leave
+        idle_.notify_all(); // parked retirees wake up and leave
         if (active_.empty()) {
           idle_cv_.notify_all(); // a waiting destructor now runs what is queued itself
         }
@@ -224,7 +228,7 @@ public:
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 
   /// The number of workers parked for lack of work right now. Thread-safe.
-  std::size_t idlesize() const noexcept { return idle_.load(std::memory_order_relaxed); }
+  std::size_t idlesize() const noexcept { return idle_.parked(); }
 
   /// Blocks until every task posted so far (and every task they post) has finished. Calling it
   /// from a task of this pool would wait for itself: it throws std::logic_error instead.
@@ -259,28 +263,25 @@ public:
       // task is still where it was. (Nobody else holds two worker locks, so taking them all in
       // one order cannot deadlock.)
       std::lock_guard<std::mutex> lock(mutex_);
-      std::vector<std::unique_lock<std::mutex>> locals;
-      locals.reserve(active_.size() + retiring_.size());
+      std::vector<std::unique_lock<std::mutex>> locks;
+      std::vector<std::deque<detail::task>*> queues{&injection_};
+      locks.reserve(active_.size() + retiring_.size());
+      queues.reserve(1 + active_.size() + retiring_.size());
       std::size_t total = injection_.size();
       for (auto* workers : {&active_, &retiring_}) {
         for (auto& w : *workers) {
-          locals.emplace_back(w->mutex);
-          total += w->local.size();
+          locks.push_back(w->local.lock());
+          queues.push_back(&w->local.tasks(locks.back()));
+          total += queues.back()->size();
         }
       }
       dropped.reserve(total);
-      auto take_all = [&dropped](std::deque<detail::task>& from) {
-        for (auto& t : from) {
+      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
+      for (auto* queue : queues) {
+        for (auto& t : *queue) {
           dropped.push_back(std::move(t)); // cannot throw: room was made
         }
-        from.clear();
-      };
-      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
-      take_all(injection_);
-      for (auto* workers : {&active_, &retiring_}) {
-        for (auto& w : *workers) {
-          take_all(w->local);
-        }
+        queue->clear();
       }
     }
     // Destroyed outside the locks (their captures' destructors may use the pool), and counted
@@ -301,70 +302,6 @@ public:
   }
 
 private:
-  // The stored form of post(f, args...): the promise, and f with the decayed arguments. The
-  // call destroys f and the arguments before it makes the future ready, as std::async's thread
-  // does (a capture that refers to the caller's stack is gone before get() returns).
-  template <typename R, typename F, typename... Args>
-  class bound_call {
-    using callee = std::tuple<F, Args...>;
-
-  public:
-    // Moved from, it holds moved-from copies of f and the arguments (see detail::task).
-    static constexpr bool moved_from_is_quiet = detail::all_quiet<F, Args...>::value;
-
-    template <typename G, typename... A>
-    bound_call(std::promise<R>&& p, G&& g, A&&... a) : promise_(std::move(p)) {
-      callee_.construct(std::forward<G>(g), std::forward<A>(a)...);
-    }
-    bound_call(bound_call&& other) noexcept(std::is_nothrow_move_constructible<callee>::value)
-        : promise_(std::move(other.promise_)), alive_(other.alive_) {
-      if (alive_) {
-        callee_.construct(std::move(*other.callee_.get()));
-      }
-    }
-    bound_call(const bound_call&) = delete;
-    bound_call& operator=(const bound_call&) = delete;
-    bound_call& operator=(bound_call&&) = delete;
-    ~bound_call() { end_callee(); }
-
-    void operator()() {
-      try {
-        deliver(std::is_void<R>(), std::index_sequence_for<Args...>());
-      } catch (...) {
-        end_callee();
-        promise_.set_exception(std::current_exception());
-      }
-    }
-
-  private:
-    // Called with rvalues of the decayed copies, as std::async does.
-    template <std::size_t... I>
-    void deliver(std::false_type /*value*/, std::index_sequence<I...>) {
-      callee& c = *callee_.get();
-      R result = detail::invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
-      end_callee();
-      promise_.set_value(std::forward<R>(result));
-    }
-    template <std::size_t... I>
-    void deliver(std::true_type /*void*/, std::index_sequence<I...>) {
-      callee& c = *callee_.get();
-      detail::invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
-      end_callee();
-      promise_.set_value();
-    }
-
-    void end_callee() noexcept {
-      if (alive_) {
-        alive_ = false;
-        callee_.destroy();
-      }
-    }
-
-    std::promise<R> promise_;
-    detail::element_storage<callee> callee_;
-    bool alive_ = true; // callee_ holds f and the arguments (destroyed once the call is done)
-  };
-
   template <typename F>
   struct guarded_call {
     F f;
@@ -378,39 +315,16 @@ private:
     }
   };
 
-  // The next slot of a worker holds the first task that its running task posts: it runs right
-  // after that task on the same thread, with no lock, no count and no wake-up, so a chain of
-  // tasks stays on its core. It is not private: a task that has waited there for stale_after()
-  // (its poster is busy or blocked, on that task's future say) is taken by an idle worker.
-  //
-  // The slot's state word is (generation << 2) | slot_empty/full/taking. The owner fills an
-  // empty slot (generation + 1, full) and takes its task back with a CAS (full -> empty);
-  // another worker claims it with a CAS (full -> taking), moves the task out and releases the
-  // slot (-> empty). Every fill changes the generation, so two looks that read the same full
-  // word stale_after() apart saw one task wait all that time; a chain fills and empties the
-  // slot far faster, and stays where it is.
-  //
-  // Counting: a task in a next slot has no place of its own in pending_; it inherits its
+  // The next slot of a worker (detail::next_slot) holds the first task that its running task
+  // posts. Counting: a task in a next slot has no place of its own in pending_; it inherits its
   // poster's when the owner takes it back after the poster returns. A worker that claims it
   // earlier counts it first (the poster may be about to finish and stop counting for it).
-  static constexpr std::uint64_t slot_empty = 0;
-  static constexpr std::uint64_t slot_full = 1;
-  static constexpr std::uint64_t slot_taking = 2;
-  static constexpr std::uint64_t slot_mask = 3;
-  static constexpr std::uint64_t slot_generation = 4;
-
   struct worker {
-    std::atomic<std::uint64_t> next_state{slot_empty}; // the next slot's state word (above)
-    detail::task next;    // the slot's task: written by the owner, moved out by whoever takes it
-    bool in_task = false; // owner only: a task is running (the only time the slot is filled)
-    unsigned looks = 0;   // owner only: find_work calls, for the turns of steal_turn
-    // The slot's word at the last look of any idle worker, and since when it has been seen so.
-    // Written under the pool's mutex_ by idle workers.
-    std::uint64_t seen = slot_empty;
-    detail::wait_clock::time_point seen_since{};
+    detail::next_slot next; // the first task that the running task posted
+    bool in_task = false;   // owner only: a task is running (the only time the slot is filled)
+    unsigned looks = 0;     // owner only: find_work calls, for the turns of steal_turn
     std::thread thread;
-    std::mutex mutex;                // guards local
-    std::deque<detail::task> local;  // further tasks posted by this worker's tasks
+    detail::local_queue local;       // further tasks posted by this worker's tasks
     std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
     // Set by the thread's exit_marker, under the pool's mutex_, after its thread_local
     // destructors: from then on joining it waits for nothing but the thread's exit.
@@ -489,17 +403,16 @@ private:
     ASYNC_PERTURB(); // counted, not yet queued
     if (self != nullptr) {
       try {
-        std::lock_guard<std::mutex> lock(self->mutex);
-        self->local.push_back(std::move(t));
+        self->local.push(std::move(t));
       } catch (...) {
         finish(); // out of memory: not queued, so not pending either
         throw;
       }
-      // (S1) seq_cst: pairs with (S2). Either a worker about to park sees this task in its
-      // scan, or we see it counted as a sleeper and wake it.
-      if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      // Either a worker about to park sees this task in its last look, or we see it counted
+      // as a sleeper and wake it (detail::idle_workers, (IW1)).
+      if (idle_.anyone_asleep()) {
         std::lock_guard<std::mutex> lock(mutex_);
-        work_cv_.notify_one();
+        idle_.notify_one();
       }
       return;
     }
@@ -512,9 +425,7 @@ private:
     }
     // relaxed: a hint for spinning workers; the decisive check is under mutex_.
     queued_.fetch_add(1, std::memory_order_relaxed);
-    if (idle_.load(std::memory_order_relaxed) > 0) {
-      work_cv_.notify_one(); // under the lock: the parked worker cannot miss it
-    }
+    idle_.notify_one_if_parked(); // under the lock: the parked worker cannot miss it
     if (active_.empty()) {
       idle_cv_.notify_all(); // a destructor waiting on a pool with no worker runs it
     }
@@ -523,64 +434,50 @@ private:
   // Owner: puts t in the next slot if the slot is empty (false: a second post, or another
   // worker still moving the previous task out).
   bool put_next(worker& self, detail::task& t) {
-    // (N1) acquire: pairs with (N4): the worker that took the previous task has moved it out.
-    const std::uint64_t s = self.next_state.load(std::memory_order_acquire);
-    if ((s & slot_mask) != slot_empty) {
+    std::uint64_t word = 0;
+    if (!self.next.vacant(word)) {
       return false;
     }
     // The move runs the callable's move constructor: a post from there must not use the slot
     // that is being filled (it goes to the local queue).
     self.in_task = false;
-    self.next = std::move(t);
+    self.next.store(std::move(t));
     self.in_task = true;
-    // (N2) seq_cst: publishes the task (pairs with (N5), an idle worker's claim), and comes
-    // before our look at sleepers_ and watching_ in the single total order (pairs with (S2)
-    // and (W1)): either an idle worker about to park or to stop watching sees the task, or we
-    // see that nobody watches and wake a sleeper, which then watches.
-    self.next_state.exchange(s + slot_generation + slot_full, std::memory_order_seq_cst);
+    // The publication (NS2) comes before our look at the sleepers and the watcher in the
+    // single total order (pairs with (IW2) and (IW3)): either an idle worker about to park or
+    // to stop watching sees the task, or we see that nobody watches and wake a sleeper, which
+    // then watches.
+    self.next.publish(word);
     ASYNC_PERTURB(); // published, nobody woken yet
-    if (sleepers_.load(std::memory_order_seq_cst) != 0 &&
-        !watching_.load(std::memory_order_seq_cst)) {
+    if (idle_.asleep_unwatched()) {
       std::lock_guard<std::mutex> lock(mutex_);
-      work_cv_.notify_one();
+      idle_.notify_one();
     }
     return true;
   }
 
   // Owner, after the running task returned: takes the next slot's task back (it inherits the
-  // finished task's count). False when the slot is empty or another worker claimed it.
+  // finished task's count). False when the slot is empty or another worker claimed it; then
+  // that worker's count of it happens before our finish() of the poster (NS3 -> NS3o).
   bool take_next(worker& self, detail::task& out) {
-    // (N3) acquire, here and on the CAS's failure: pairs with (N5) and (N4). When another
-    // worker claimed the task, its count of it happens before our finish() of the poster.
-    std::uint64_t s = self.next_state.load(std::memory_order_acquire);
-    if ((s & slot_mask) != slot_full) {
-      return false;
-    }
-    ASYNC_PERTURB(); // seen full, not yet taken back
-    if (!self.next_state.compare_exchange_strong(s, s - slot_full, std::memory_order_acquire,
-                                                 std::memory_order_acquire)) {
+    if (!self.next.reclaim()) {
       return false;
     }
     self.in_task = false; // as in put_next: the slot is not ours to fill during the move
-    out = std::move(self.next);
+    self.next.move_out(out);
     self.in_task = true;
     return true;
   }
 
-  // An idle worker (mutex_ held): takes the task that the word `s` says is in victim's slot.
-  bool claim_next(worker& victim, std::uint64_t s, detail::task& out) {
-    // relaxed: ordered before the owner's finish() of the poster by (N5) -> (N3).
+  // An idle worker (mutex_ held): takes the task that `word` says is in victim's slot.
+  bool claim_next(worker& victim, std::uint64_t word, detail::task& out) {
+    // relaxed: ordered before the owner's finish() of the poster by (NS3) -> (NS3o).
     pending_.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet claimed
-    // (N5) acq_rel: acquires the task published by (N2); releases our count to (N3).
-    if (!victim.next_state.compare_exchange_strong(
-            s, s - slot_full + slot_taking, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    if (!victim.next.claim(word, out)) {
       finish_locked(); // the owner took it back first
       return false;
     }
-    out = std::move(victim.next);
-    // (N4) release: the slot is free for the owner's next put; pairs with (N1).
-    victim.next_state.store(s - slot_full, std::memory_order_release);
     return true;
   }
 
@@ -600,17 +497,17 @@ private:
         if (w.get() == self) {
           continue;
         }
-        // (W2) seq_cst: pairs with (N2) (see there).
-        const std::uint64_t s = w->next_state.load(std::memory_order_seq_cst);
-        if (s != w->seen) {
-          w->seen = s;
-          w->seen_since = clock();
+        detail::next_slot& slot = w->next;
+        const std::uint64_t word = slot.word();
+        if (word != slot.seen) {
+          slot.seen = word;
+          slot.seen_since = clock();
           seen.changed = true;
         }
-        if ((s & slot_mask) != slot_full) {
+        if (!detail::next_slot::holds_task(word)) {
           continue;
         }
-        if (clock() - w->seen_since >= stale_after() && claim_next(*w, s, out)) {
+        if (clock() - slot.seen_since >= stale_after() && claim_next(*w, word, out)) {
           return true;
         }
         seen.waiting = true;
@@ -634,8 +531,7 @@ private:
       if (self.retire.load(std::memory_order_relaxed)) {
         // Counted (inherited); the retiring hand-off gives it to the others.
         self.in_task = false;
-        std::lock_guard<std::mutex> lock(self.mutex);
-        self.local.push_front(std::move(t));
+        self.local.push_oldest(std::move(t));
         return;
       }
     }
@@ -655,16 +551,6 @@ private:
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       idle_cv_.notify_all();
     }
-  }
-
-  bool pop_local(worker& self, detail::task& out) {
-    std::lock_guard<std::mutex> lock(self.mutex);
-    if (self.local.empty()) {
-      return false;
-    }
-    out = std::move(self.local.back()); // LIFO: the newest task is the hottest in cache
-    self.local.pop_back();
-    return true;
   }
 
   bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
@@ -688,10 +574,7 @@ private:
         if (w.get() == self) {
           continue;
         }
-        std::lock_guard<std::mutex> lock(w->mutex);
-        if (!w->local.empty()) {
-          out = std::move(w->local.front()); // FIFO: the oldest, least likely to be hot
-          w->local.pop_front();
+        if (w->local.steal_oldest(out)) {
           return true;
         }
       }
@@ -726,9 +609,7 @@ private:
   // when the worker is to retire, or was woken but another worker took the task (it then waits
   // actively for a while: more posts tend to follow). mutex_ is held on return.
   bool park(worker& self, std::unique_lock<std::mutex>& lock, detail::task& t) {
-    // (S2) seq_cst: count ourselves as a sleeper, then look at the queues and slots once more
-    // (pairs with (S1) and (N2)).
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    idle_.fall_asleep(); // counted before the last look below (IW2)
     bool watcher = false;
     std::chrono::microseconds period = stale_after();
     bool found = false;
@@ -745,59 +626,68 @@ private:
       if (woken) {
         break;
       }
-      if (!watcher && seen.waiting && !watching_.load(std::memory_order_relaxed)) {
-        watching_.store(true, std::memory_order_seq_cst); // under mutex_: one watcher at most
+      if (!watcher && seen.waiting && !idle_.watched()) {
+        idle_.watch(true); // under mutex_: one watcher at most
         watcher = true;
       } else if (watcher && !seen.waiting && !seen.changed) {
-        // (W1) seq_cst: stop watching, then look once more (pairs with (N2)).
-        watching_.store(false, std::memory_order_seq_cst);
+        idle_.watch(false); // (IW3), then look once more
         watcher = false;
         period = stale_after();
         continue;
       }
       const auto deadline = watcher ? detail::wait_clock::now() + period : detail::no_deadline();
-      idle_.fetch_add(1, std::memory_order_relaxed);
       ASYNC_PERTURB(); // about to park, the pool's lock held
-      woken = detail::cv_wait_until(work_cv_, lock, deadline);
+      woken = idle_.park(lock, deadline);
       if (!woken) {
         period = std::min(period * 2, watch_period_max()); // a timed look found nothing new
       }
-      idle_.fetch_sub(1, std::memory_order_relaxed);
     }
     if (watcher) {
-      watching_.store(false, std::memory_order_seq_cst);
+      idle_.watch(false);
       // Leaving with work: hand the watch to another sleeper, or a task waiting in some slot
       // could wait for as long as our task runs. (Whatever our last look saw: it stops at the
       // slot it claims from. Woken for nothing, we park again soon; retiring, configurepool
-      // has woken every sleeper. sleepers_ changes only under mutex_: it counts the others
-      // exactly.)
-      if (found && sleepers_.load(std::memory_order_relaxed) > 1) {
-        work_cv_.notify_one();
+      // has woken every sleeper. The sleepers change only under mutex_: the count is exact.)
+      if (found && idle_.sleepers() > 1) {
+        idle_.notify_one();
       }
     }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    idle_.wake_up();
     return found;
   }
 
+  // A worker's thread: runs tasks until it is to retire, then hands its queue over.
   void work(worker& self) {
+    enter_thread(self);
+    detail::task t;
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    while (next_task(self, t, lock)) {
+      run_task(self, t);
+    }
+    leave(self, lock);
+  }
+
+  // The worker's thread-locals: which pool and worker it is, and its exit_marker (the first
+  // thread_local of the thread, so the last destroyed).
+  void enter_thread(worker& self) {
     exit_marker& marker = thread_exit_marker();
     marker.pool = this;
     marker.self = &self;
     worker_of() = this;
     current_pool() = this;
     current_worker() = &self;
-    detail::task t;
-    detail::backoff spin; // the library's waiting policy (detail/wait.h)
-    // Declared outside the loop: the `break` that retires the worker leaves it locked for the
-    // hand-off below.
-    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  }
+
+  // The next task for `self`: from its own queue; else, after watching the pool's queue a
+  // little (detail::backoff, the library's waiting policy), from the pool (find_work); else
+  // parked until a post wakes it. False when the worker is to retire: `lock` then holds mutex_.
+  bool next_task(worker& self, detail::task& t, std::unique_lock<std::mutex>& lock) {
+    detail::backoff spin;
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_.
-      if (!self.retire.load(std::memory_order_relaxed) && pop_local(self, t)) {
-        run_task(self, t);
-        spin.reset();
-        continue;
+      if (!self.retire.load(std::memory_order_relaxed) && self.local.pop_newest(t)) {
+        return true;
       }
       // Nothing of our own: watch for outside posts a little before taking the pool's lock (a
       // retiree goes straight to its hand-off).
@@ -812,39 +702,47 @@ private:
       lock.lock();
       if (self.retire.load(std::memory_order_relaxed)) {
         ASYNC_PERTURB(); // retiring, the pool's lock held
-        break;           // with mutex_ held
+        return false;
       }
       slot_scan seen;
       if (find_work(&self, t, seen) || (spun && park(self, lock, t))) {
         lock.unlock();
-        run_task(self, t);
-        spin.reset();
-        continue;
+        return true;
       }
       if (self.retire.load(std::memory_order_relaxed)) {
-        break; // with mutex_ held
+        return false;
       }
       lock.unlock();
       if (spun) {
         spin.reset(); // woken, but the task went to another worker: wait actively again
       }               // else queued_ was stale: spin on
     }
-    // From here on this thread is no worker of the pool: what its thread_local destructors
-    // post goes to the injection queue, as from any thread.
+  }
+
+  // Retiring (mutex_ held): from here on this thread is no worker of the pool (what its
+  // thread_local destructors post goes to the injection queue, as from any thread); its local
+  // tasks go to the others, or to the destructor of a pool shrunk to 0. (Its next slot is
+  // empty: run_task took back what it put there.)
+  void leave(worker& self, std::unique_lock<std::mutex>& lock) {
     current_pool() = nullptr;
     current_worker() = nullptr;
-    // Retiring (mutex_ still held): hand our local tasks to the others, or to the destructor
-    // of a pool shrunk to 0. (Our next slot is empty: run_task took back what it put there.)
-    std::lock_guard<std::mutex> local_lock(self.mutex);
-    if (!self.local.empty()) {
-      for (auto& task : self.local) {
-        injection_.push_back(std::move(task));
-        queued_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> local_lock = self.local.lock();
+    std::deque<detail::task>& mine = self.local.tasks(local_lock);
+    if (!mine.empty()) {
+      queued_.fetch_add(mine.size(), std::memory_order_relaxed);
+      if (injection_.empty()) {
+        injection_.swap(mine); // no allocation
+      } else {
+        for (auto& task : mine) {
+          injection_.push_back(std::move(task));
+        }
+        mine.clear();
       }
-      self.local.clear();
-      work_cv_.notify_all();
+      idle_.notify_all();
       idle_cv_.notify_all();
     }
+    local_lock.unlock();
+    lock.unlock();
     // `finished` is set by the thread's exit_marker, after its thread_local destructors.
   }
 
@@ -908,7 +806,7 @@ private:
       for (auto& w : active_) {
         w->retire.store(true, std::memory_order_relaxed);
       }
-      work_cv_.notify_all();
+      idle_.notify_all();
       std::vector<std::unique_ptr<worker>> workers = std::move(active_);
       active_.clear();
       size_.store(0, std::memory_order_relaxed);
@@ -943,7 +841,6 @@ private:
 
   // ---- data -----------------------------------------------------------------------------------
   mutable std::mutex mutex_;                      // guards everything below that is not atomic
-  std::condition_variable work_cv_;               // parked workers wait here for tasks
   std::condition_variable idle_cv_;               // wait_idle and the destructor wait here
   std::deque<detail::task> injection_;            // tasks posted from outside the pool
   std::vector<std::unique_ptr<worker>> active_;   // the current workers
@@ -951,9 +848,7 @@ private:
   std::shared_ptr<exception_handler> handler_;    // for execute(); null: std::terminate
   // Written under mutex_ or by workers; read without it by observers and submit().
   std::atomic<std::size_t> size_{0};
-  std::atomic<std::size_t> idle_{0};     // workers waiting on work_cv_
-  std::atomic<std::size_t> sleepers_{0}; // workers parked or about to park
-  std::atomic<bool> watching_{false};   // a parked worker watches the next slots (set under mutex_)
+  detail::idle_workers idle_;           // workers with nothing to do (parked on mutex_)
   std::atomic<std::size_t> pending_{0}; // tasks posted and not yet finished
   std::atomic<std::size_t> queued_{0};  // tasks in injection_ (a hint for spinning workers)
 };

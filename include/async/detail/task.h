@@ -12,6 +12,7 @@
 
 #include "config.h"
 
+#include "slot.h"
 #include "traits.h"
 
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -267,6 +269,74 @@ template <typename D>
 constexpr task::operations task::inline_ops<D>::table;
 template <typename D>
 constexpr task::operations task::heap_ops<D>::table;
+
+// ---- promised_call ------------------------------------------------------------------------------
+
+/// The stored form of threadpool::post(f, args...): the promise, and f with the decayed
+/// arguments. Calling it runs INVOKE(f, args...) on rvalues of those copies, as std::async
+/// does, destroys f and the arguments, and only then makes the future ready (with the result or
+/// the exception), as std::async's thread does: a capture that refers to the caller's stack is
+/// gone before get() returns. Not thread-safe (one owner).
+template <typename R, typename F, typename... Args>
+class promised_call {
+  using callee = std::tuple<F, Args...>;
+
+public:
+  // Moved from, it holds moved-from copies of f and the arguments (see detail::task).
+  static constexpr bool moved_from_is_quiet = all_quiet<F, Args...>::value;
+
+  template <typename G, typename... A>
+  promised_call(std::promise<R>&& p, G&& g, A&&... a) : promise_(std::move(p)) {
+    callee_.construct(std::forward<G>(g), std::forward<A>(a)...);
+  }
+  promised_call(promised_call&& other) noexcept(std::is_nothrow_move_constructible<callee>::value)
+      : promise_(std::move(other.promise_)), alive_(other.alive_) {
+    if (alive_) {
+      callee_.construct(std::move(*other.callee_.get()));
+    }
+  }
+  promised_call(const promised_call&) = delete;
+  promised_call& operator=(const promised_call&) = delete;
+  promised_call& operator=(promised_call&&) = delete;
+  ~promised_call() { end_callee(); }
+
+  void operator()() {
+    try {
+      deliver(std::is_void<R>(), std::index_sequence_for<Args...>());
+    } catch (...) {
+      end_callee();
+      promise_.set_exception(std::current_exception());
+    }
+  }
+
+private:
+  // Called with rvalues of the decayed copies, as std::async does.
+  template <std::size_t... I>
+  void deliver(std::false_type /*value*/, std::index_sequence<I...>) {
+    callee& c = *callee_.get();
+    R result = invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
+    end_callee();
+    promise_.set_value(std::forward<R>(result));
+  }
+  template <std::size_t... I>
+  void deliver(std::true_type /*void*/, std::index_sequence<I...>) {
+    callee& c = *callee_.get();
+    invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
+    end_callee();
+    promise_.set_value();
+  }
+
+  void end_callee() noexcept {
+    if (alive_) {
+      alive_ = false;
+      callee_.destroy();
+    }
+  }
+
+  std::promise<R> promise_;
+  element_storage<callee> callee_;
+  bool alive_ = true; // callee_ holds f and the arguments (destroyed once the call is done)
+};
 
 } // namespace detail
 } // namespace async

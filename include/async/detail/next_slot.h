@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// next_slot: the pool's "next" slot of a worker. It holds the first task that the worker's
+// running task posts, which then runs right after that task on the same thread, with no lock,
+// no count and no wake-up, so a chain of tasks stays on its core. It is not private: a task
+// that has waited there too long (its poster is busy, or blocked on that task's future) is
+// claimed by an idle worker.
+//
+// The state word is (generation << 2) | empty/full/taking:
+//
+//   owner:  vacant() -> store(t) -> publish()          empty -> full, generation + 1
+//           reclaim() -> move_out()                    full -> empty
+//   thief:  claim(word) -> move out -> release         full -> taking -> empty
+//
+// Every fill changes the generation, so two looks that read the same full word some time apart
+// saw one task wait all that time; a chain fills and empties the slot far faster, and stays
+// where it is. The pool keeps the counting and the waking; this keeps the word.
+#ifndef ASYNC_DETAIL_NEXT_SLOT_H
+#define ASYNC_DETAIL_NEXT_SLOT_H
+
+#include "config.h"
+
+#include "perturb.h"
+#include "task.h"
+#include "wait.h"
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace async {
+namespace detail {
+
+/// Thread-safe in the roles above: one owner, any number of thieves (the pool lets one at a
+/// time try, under its lock).
+class next_slot {
+public:
+  // ---- the owner --------------------------------------------------------------------------------
+
+  /// Whether the slot is empty for a new task; `word` receives the state to publish() over.
+  /// (NS1) acquire: pairs with (NS4): a thief that took the previous task has moved it out.
+  bool vacant(std::uint64_t& word) const noexcept {
+    word = state_.load(std::memory_order_acquire);
+    return (word & mask) == empty;
+  }
+
+  /// Puts t in the vacant slot, not yet visible to thieves (runs t's move constructor).
+  void store(task&& t) noexcept { task_ = std::move(t); }
+
+  /// Makes the stored task visible. (NS2) seq_cst: publishes it (pairs with (NS3), a thief's
+  /// claim), and orders it before the owner's look at the pool's sleepers (see threadpool).
+  void publish(std::uint64_t word) noexcept {
+    state_.exchange(word + generation + full, std::memory_order_seq_cst);
+  }
+
+  /// Takes the slot's task back (full -> empty); false when the slot is empty or a thief
+  /// claimed it. Then move_out() gives the task. (NS3o) acquire, on success and on failure:
+  /// pairs with (NS3) and (NS4): a thief's claim, and what it did before it, happen before.
+  bool reclaim() noexcept {
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    if ((s & mask) != full) {
+      return false;
+    }
+    ASYNC_PERTURB(); // seen full, not yet taken back
+    return state_.compare_exchange_strong(s, s - full, std::memory_order_acquire,
+                                          std::memory_order_acquire);
+  }
+
+  /// The task, after a successful reclaim() (runs its move constructor).
+  void move_out(task& out) noexcept { out = std::move(task_); }
+
+  // ---- idle workers
+  // ------------------------------------------------------------------------------
+
+  /// The state word, for a look at the slot. seq_cst: pairs with (NS2) (see threadpool).
+  std::uint64_t word() const noexcept { return state_.load(std::memory_order_seq_cst); }
+  static bool holds_task(std::uint64_t word) noexcept { return (word & mask) == full; }
+
+  /// Takes the task that `word` (from word()) says is in the slot; false when the owner took
+  /// it back first. (NS3) acq_rel: acquires the task published by (NS2); releases what the
+  /// thief did before (its count of the task) to the owner's (NS3o).
+  bool claim(std::uint64_t word, task& out) noexcept {
+    if (!state_.compare_exchange_strong(word, word - full + taking, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      return false;
+    }
+    out = std::move(task_);
+    // (NS4) release: the slot is free for the owner's next store; pairs with (NS1).
+    state_.store(word - full, std::memory_order_release);
+    return true;
+  }
+
+  // What idle workers saw at their last look, and since when: written under the pool's lock.
+  std::uint64_t seen = empty;
+  wait_clock::time_point seen_since{};
+
+private:
+  static constexpr std::uint64_t empty = 0;
+  static constexpr std::uint64_t full = 1;
+  static constexpr std::uint64_t taking = 2;
+  static constexpr std::uint64_t mask = 3;
+  static constexpr std::uint64_t generation = 4;
+
+  std::atomic<std::uint64_t> state_{empty};
+  task task_; // written by the owner, moved out by whoever takes it
+};
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_NEXT_SLOT_H
