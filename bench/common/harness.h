@@ -8,6 +8,8 @@
 #ifndef ASYNC_BENCH_COMMON_HARNESS_H
 #define ASYNC_BENCH_COMMON_HARNESS_H
 
+#include "registry.h"
+
 #include <async/detail/cache.h>
 
 #include <benchmark/benchmark.h>
@@ -27,6 +29,11 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace async_bench {
 
 // ---- options ------------------------------------------------------------------------------------
@@ -35,6 +42,7 @@ struct options {
   int threads = 0;                              // N: the machine's hardware threads unless given
   std::uint64_t items = std::uint64_t(1) << 20; // items moved per measured iteration
   bool oversubscribe = false;                   // also run shapes with more threads than N
+  bool pin = false;                             // pin the k-th thread of a measurement to CPU k
   std::string csv;                              // where to write the CSV (empty: no CSV)
 };
 
@@ -60,6 +68,8 @@ inline void parse_options(int& argc, char** argv) {
       opts().csv = v;
     } else if (std::strcmp(a, "--async_oversubscribe") == 0) {
       opts().oversubscribe = true;
+    } else if (std::strcmp(a, "--async_pin") == 0) {
+      opts().pin = true;
     } else {
       argv[out++] = argv[i];
     }
@@ -110,10 +120,28 @@ void retry(Attempt attempt) {
   }
 }
 
-/// The common part of a queue adapter: its queue type, created for a capacity. Adapters add
-/// name(), push() and pop().
+/// With --async_pin, binds the calling thread to CPU `k` modulo the machine's CPUs (the k-th
+/// thread of a measurement: producers first, then consumers), so that a run does not depend on
+/// where the scheduler happens to put the threads. Without it, or off Linux, does nothing.
+inline void pin_thread(int k) {
+#if defined(__linux__)
+  if (!opts().pin) {
+    return;
+  }
+  const unsigned cpus = std::thread::hardware_concurrency();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(static_cast<int>(static_cast<unsigned>(k) % (cpus == 0 ? 1 : cpus)), &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+#else
+  static_cast<void>(k);
+#endif
+}
+
+/// The common part of a queue adapter: its queue type, created for a capacity, and its traits
+/// (queue_traits). Adapters add name(), push() and pop() (and push_bulk, pop_bulk with bulk).
 template <typename Queue>
-struct owning_adapter {
+struct owning_adapter : queue_traits {
   using queue = Queue;
   static std::unique_ptr<queue> make(std::size_t capacity) {
     return std::unique_ptr<queue>(new queue(capacity));
@@ -198,8 +226,27 @@ struct quotas {
   }
 };
 
+/// Bulk calls: the adapter's push_bulk / pop_bulk, in batches of up to `batch` values (an
+/// adapter without them is only ever measured with batch == 1).
 template <typename Adapter>
-void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
+void push_batch(typename Adapter::queue& q, const std::uint64_t* v, std::size_t n) {
+  if constexpr (Adapter::bulk) {
+    Adapter::push_bulk(q, v, n);
+  } else {
+    for (std::size_t k = 0; k < n; ++k) {
+      Adapter::push(q, v[k]);
+    }
+  }
+}
+
+/// The measuring loop: P producers push, C consumers pop, `items` values per iteration, one at a
+/// time (batch == 1) or in bulk calls of up to `batch`. With single calls each consumer pops an
+/// exact quota; with bulk calls the consumers share the total, each taking what it gets. The
+/// sum of what was popped must be the sum of what was pushed. Measured from the start line to
+/// the last join.
+template <typename Adapter>
+void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
+                      std::size_t batch = 1) {
   const quotas quota(sh);
   const std::uint64_t per_producer = quota.per_producer;
   const std::uint64_t per_consumer = quota.per_consumer;
@@ -210,22 +257,54 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
     auto q = Adapter::make(capacity);
     start_line start;
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(sh.consumers), 0);
+    std::atomic<std::uint64_t> taken{0}; // bulk consumers: values taken so far, by all
     std::vector<std::thread> threads;
     for (int p = 0; p < sh.producers; ++p) {
       threads.emplace_back([&, p] {
+        pin_thread(p);
         start.wait();
-        const std::uint64_t first = static_cast<std::uint64_t>(p) * per_producer + 1;
-        for (std::uint64_t i = 0; i < per_producer; ++i) {
-          Adapter::push(*q, first + i);
+        std::uint64_t next = static_cast<std::uint64_t>(p) * per_producer + 1;
+        const std::uint64_t end = next + per_producer;
+        if (batch == 1) {
+          for (; next < end; ++next) {
+            Adapter::push(*q, next);
+          }
+          return;
+        }
+        std::vector<std::uint64_t> values(batch);
+        while (next < end) {
+          const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, end - next));
+          for (std::size_t k = 0; k < n; ++k) {
+            values[k] = next + k;
+          }
+          push_batch<Adapter>(*q, values.data(), n);
+          next += n;
         }
       });
     }
     for (int c = 0; c < sh.consumers; ++c) {
       threads.emplace_back([&, c] {
+        pin_thread(sh.producers + c);
         start.wait();
         std::uint64_t sum = 0;
-        for (std::uint64_t i = 0; i < per_consumer; ++i) {
-          sum += Adapter::pop(*q);
+        if (batch == 1) {
+          for (std::uint64_t i = 0; i < per_consumer; ++i) {
+            sum += Adapter::pop(*q);
+          }
+        } else if constexpr (Adapter::bulk) {
+          std::vector<std::uint64_t> values(batch);
+          spin_wait wait;
+          while (taken.load(std::memory_order_relaxed) < total) {
+            const std::size_t n = Adapter::pop_bulk(*q, values.data(), batch);
+            if (n == 0) {
+              wait();
+              continue;
+            }
+            for (std::size_t k = 0; k < n; ++k) {
+              sum += values[k];
+            }
+            taken.fetch_add(n, std::memory_order_relaxed);
+          }
         }
         sums[static_cast<std::size_t>(c)] = sum;
       });
@@ -233,8 +312,8 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity) {
     state.SetIterationTime(start.open_and_join(threads));
     const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
     if (sum != expected_sum) {
-      fail(state, std::string(Adapter::name()) + " " + sh.name() + ": sum " + std::to_string(sum) +
-                      " != " + std::to_string(expected_sum));
+      fail(state, std::string(Adapter::name()) + " " + sh.name() + (batch > 1 ? " bulk" : "") +
+                      ": sum " + std::to_string(sum) + " != " + std::to_string(expected_sum));
       return;
     }
   }
@@ -252,11 +331,13 @@ void ping_pong(benchmark::State& state, std::size_t capacity) {
     auto back = Adapter::make(capacity);
     start_line start;
     std::thread echo([&] {
+      pin_thread(1);
       start.wait();
       for (std::uint64_t i = 0; i < rounds; ++i) {
         Adapter::push(*back, Adapter::pop(*there) + 1);
       }
     });
+    pin_thread(0);
     const auto t0 = std::chrono::steady_clock::now();
     start.open();
     std::uint64_t v = 1;
@@ -294,11 +375,24 @@ template <typename Adapter>
 void register_throughput(const std::vector<std::size_t>& capacities) {
   for (std::size_t cap : capacities) {
     for (const shape& sh : throughput_shapes()) {
+      if (Adapter::spsc && (sh.producers != 1 || sh.consumers != 1)) {
+        continue; // a single-producer single-consumer queue: 1p1c only
+      }
       const std::string params = (cap ? "cap:" + std::to_string(cap) + "/" : "") + sh.name();
       configure(benchmark::RegisterBenchmark(
           bench_name("throughput", params, Adapter::name()).c_str(),
           [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); }));
     }
+  }
+}
+
+/// The same with bulk calls of `batch` (the scenario "bulk<batch>").
+template <typename Adapter>
+void register_bulk(std::size_t batch) {
+  for (const shape& sh : throughput_shapes()) {
+    configure(benchmark::RegisterBenchmark(
+        bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()).c_str(),
+        [sh, batch](benchmark::State& st) { queue_throughput<Adapter>(st, sh, 0, batch); }));
   }
 }
 

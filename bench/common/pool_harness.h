@@ -36,6 +36,7 @@ void pool_post(benchmark::State& state, int workers, int submitters) {
     std::vector<std::thread> threads;
     for (int s = 0; s < submitters; ++s) {
       threads.emplace_back([&, s] {
+        pin_thread(s);
         start.wait();
         auto make_task = [](std::uint64_t v) { return [v] { return v; }; };
         using future_t = decltype(pool.post(make_task(0)));

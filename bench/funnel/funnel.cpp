@@ -4,20 +4,7 @@
 // queue_throughput, with 14 threads whatever N is. Unbounded queues have no capacity to sweep:
 // they are measured once, in the row "unbounded". atomic_queue rounds a capacity up to a power of
 // two of at least 256 (its index shuffling needs that), so its small capacities are not small.
-#include "adapters/async_bounded_queue.h"
-#include "adapters/async_queue.h"
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-#include "adapters/atomic_queue.h"
-#endif
-#if ASYNC_BENCH_HAVE_ASIO
-#include "adapters/boost_lockfree.h"
-#endif
-#if ASYNC_BENCH_HAVE_MOODYCAMEL
-#include "adapters/moodycamel.h"
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-#include "adapters/tbb_queues.h"
-#endif
+#include "adapters/queues.h"
 
 namespace async_bench {
 
@@ -40,27 +27,11 @@ int main(int argc, char** argv) {
   using namespace async_bench;
   return run_main(argc, argv, [] {
     const std::vector<std::size_t> caps = {1, 16, 128, 1024, 8192};
-    const std::vector<std::size_t> unbounded = {0};
-    register_funnel<async_bounded_blocking>(caps);
-    register_funnel<async_bounded_try>(caps);
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-    register_funnel<atomic_queue_blocking>(caps);
-    register_funnel<atomic_queue_try>(caps);
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-    register_funnel<tbb_bounded_queue>(caps);
-#endif
-    register_funnel<async_unbounded>(unbounded);
-    register_funnel<async_unbounded_blocking>(unbounded);
-#if ASYNC_BENCH_HAVE_MOODYCAMEL
-    register_funnel<moodycamel_queue>(unbounded);
-    register_funnel<moodycamel_queue_tokens>(unbounded);
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-    register_funnel<tbb_queue>(unbounded);
-#endif
-#if ASYNC_BENCH_HAVE_ASIO
-    register_funnel<boost_lockfree_queue>(unbounded);
-#endif
+    for_each_competitor(queue_competitors(), [&](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (!queue::spsc) {
+        register_funnel<queue>(queue::bounded ? caps : std::vector<std::size_t>{0});
+      }
+    });
   });
 }

@@ -2,18 +2,8 @@
 // Idle cost: CPU seconds the process burns per wall second while (a) one consumer is blocked on
 // an empty queue, (b) a pool of N workers has nothing to do. The goal is ~0; a spinning waiter
 // shows ~1 per spinning thread.
-#include "adapters/async_bounded_queue.h"
-#include "adapters/async_queue.h"
-#include "adapters/async_threadpool.h"
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-#include "adapters/atomic_queue.h"
-#endif
-#if ASYNC_BENCH_HAVE_ASIO
-#include "adapters/asio_pool.h"
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-#include "adapters/tbb_queues.h"
-#endif
+#include "adapters/pools.h"
+#include "adapters/queues.h"
 
 #include <time.h>
 
@@ -92,17 +82,17 @@ void register_pool() {
 int main(int argc, char** argv) {
   using namespace async_bench;
   return run_main(argc, argv, [] {
-    register_consumer<async_bounded_blocking>();
-    register_consumer<async_unbounded_blocking>();
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-    register_consumer<atomic_queue_blocking>();
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-    register_consumer<tbb_bounded_queue>();
-#endif
-    register_pool<async_pool>();
-#if ASYNC_BENCH_HAVE_ASIO
-    register_pool<asio_pool>();
-#endif
+    for_each_competitor(queue_competitors(), [](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (queue::blocking) {
+        register_consumer<queue>();
+      }
+    });
+    for_each_competitor(pool_competitors(), [](auto competitor) {
+      using pool = typename decltype(competitor)::type;
+      if constexpr (pool::idles) {
+        register_pool<pool>();
+      }
+    });
   });
 }

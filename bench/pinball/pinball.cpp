@@ -8,21 +8,8 @@
 // The pool is async::threadpool with N workers for every queue: the queue is the variable. A pin
 // is an actor: a sender enqueues, then schedules the pin's drain task unless it is scheduled
 // already. Verified: every ball finishes exactly once, and the pins handled balls x H messages.
-#include "adapters/async_bounded_queue.h"
-#include "adapters/async_queue.h"
 #include "adapters/async_threadpool.h"
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-#include "adapters/atomic_queue.h"
-#endif
-#if ASYNC_BENCH_HAVE_ASIO
-#include "adapters/boost_lockfree.h"
-#endif
-#if ASYNC_BENCH_HAVE_MOODYCAMEL
-#include "adapters/moodycamel.h"
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-#include "adapters/tbb_queues.h"
-#endif
+#include "adapters/queues.h"
 
 #include <future>
 
@@ -243,19 +230,11 @@ void register_pinball() {
 int main(int argc, char** argv) {
   using namespace async_bench;
   return run_main(argc, argv, [] {
-    register_pinball<async_bounded_blocking>();
-    register_pinball<async_unbounded>();
-#if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
-    register_pinball<atomic_queue_blocking>();
-#endif
-#if ASYNC_BENCH_HAVE_MOODYCAMEL
-    register_pinball<moodycamel_queue>();
-#endif
-#if ASYNC_BENCH_HAVE_TBB
-    register_pinball<tbb_queue>();
-#endif
-#if ASYNC_BENCH_HAVE_ASIO
-    register_pinball<boost_lockfree_queue>();
-#endif
+    for_each_competitor(queue_competitors(), [](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (queue::primary && !queue::spsc) {
+        register_pinball<queue>();
+      }
+    });
   });
 }

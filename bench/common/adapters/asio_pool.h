@@ -4,6 +4,10 @@
 #ifndef ASYNC_BENCH_ADAPTERS_ASIO_POOL_H
 #define ASYNC_BENCH_ADAPTERS_ASIO_POOL_H
 
+#if ASYNC_BENCH_HAVE_ASIO
+
+#include "../registry.h"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -14,7 +18,7 @@
 
 namespace async_bench {
 
-class asio_pool {
+class asio_pool : public pool_traits {
 public:
   static const char* name() { return "asio thread_pool+packaged_task"; }
   explicit asio_pool(int workers) : pool_(static_cast<std::size_t>(workers)) {}
@@ -37,5 +41,13 @@ private:
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_POOLS_ASIO async_bench::asio_pool,
+
+#else
+
+#define ASYNC_BENCH_POOLS_ASIO
+
+#endif
 
 #endif

@@ -12,6 +12,9 @@ namespace async_bench {
 
 struct async_bounded_blocking : owning_adapter<async::bounded_queue<std::uint64_t>> {
   static const char* name() { return "async::bounded_queue"; }
+  static constexpr bool ours = true;
+  static constexpr bool bounded = true;
+  static constexpr bool blocking = true;
   static void push(queue& q, std::uint64_t v) { q.blocking_enqueue(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
@@ -23,6 +26,9 @@ struct async_bounded_blocking : owning_adapter<async::bounded_queue<std::uint64_
 
 struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
   static const char* name() { return "async::bounded_queue try"; }
+  static constexpr bool ours = true;
+  static constexpr bool bounded = true;
+  static constexpr bool primary = false;
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.enqueue(v); });
   }
@@ -35,5 +41,8 @@ struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_ASYNC_BOUNDED                                                           \
+  async_bench::async_bounded_blocking, async_bench::async_bounded_try,
 
 #endif

@@ -12,6 +12,8 @@ namespace async_bench {
 
 struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
   static const char* name() { return "async::queue"; }
+  static constexpr bool ours = true;
+  static constexpr bool bulk = true;
   static void push(queue& q, std::uint64_t v) { q.enqueue(v); }
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
@@ -28,6 +30,9 @@ struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
 /// The blocking consumer call (parks on an empty queue instead of the harness's spin_wait).
 struct async_unbounded_blocking : async_unbounded {
   static const char* name() { return "async::queue blocking_dequeue"; }
+  static constexpr bool bulk = false; // measured once, through async_unbounded
+  static constexpr bool blocking = true;
+  static constexpr bool primary = false;
   static std::uint64_t pop(queue& q) {
     std::uint64_t v = 0;
     q.blocking_dequeue(v);
@@ -36,5 +41,8 @@ struct async_unbounded_blocking : async_unbounded {
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED                                                         \
+  async_bench::async_unbounded, async_bench::async_unbounded_blocking,
 
 #endif

@@ -3,15 +3,18 @@
 #ifndef ASYNC_BENCH_ADAPTERS_ASYNC_THREADPOOL_H
 #define ASYNC_BENCH_ADAPTERS_ASYNC_THREADPOOL_H
 
+#include "../registry.h"
+
 #include <async/threadpool.h>
 
 #include <utility>
 
 namespace async_bench {
 
-class async_pool {
+class async_pool : public pool_traits {
 public:
   static const char* name() { return "async::threadpool"; }
+  static constexpr bool ours = true;
   explicit async_pool(int workers) : pool_(workers) {}
   template <typename F>
   auto post(F&& f) {
@@ -27,5 +30,7 @@ private:
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_POOLS_ASYNC async_bench::async_pool,
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
 #define ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
 
+#if ASYNC_BENCH_HAVE_ASIO
+
 #include "../harness.h"
 
 #include <boost/lockfree/queue.hpp>
@@ -24,5 +26,13 @@ struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<std::uint64_
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_BOOST_LOCKFREE async_bench::boost_lockfree_queue,
+
+#else
+
+#define ASYNC_BENCH_QUEUES_BOOST_LOCKFREE
+
+#endif
 
 #endif

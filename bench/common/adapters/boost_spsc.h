@@ -4,6 +4,8 @@
 #ifndef ASYNC_BENCH_ADAPTERS_BOOST_SPSC_H
 #define ASYNC_BENCH_ADAPTERS_BOOST_SPSC_H
 
+#if ASYNC_BENCH_HAVE_ASIO
+
 #include "../harness.h"
 
 #include <boost/lockfree/spsc_queue.hpp>
@@ -12,6 +14,8 @@ namespace async_bench {
 
 struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<std::uint64_t>> {
   static const char* name() { return "boost::lockfree::spsc_queue"; }
+  static constexpr bool bounded = true;
+  static constexpr bool spsc = true;
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.push(v); });
   }
@@ -23,5 +27,13 @@ struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<std::uint64
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_BOOST_SPSC async_bench::boost_spsc_queue,
+
+#else
+
+#define ASYNC_BENCH_QUEUES_BOOST_SPSC
+
+#endif
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef ASYNC_BENCH_ADAPTERS_MOODYCAMEL_H
 #define ASYNC_BENCH_ADAPTERS_MOODYCAMEL_H
 
+#if ASYNC_BENCH_HAVE_MOODYCAMEL
+
 #include "../harness.h"
 
 #include <memory>
@@ -14,6 +16,7 @@ namespace async_bench {
 
 struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64_t>> {
   static const char* name() { return "moodycamel::ConcurrentQueue"; }
+  static constexpr bool bulk = true;
   static void push(queue& q, std::uint64_t v) {
     retry([&] { return q.enqueue(v); });
   }
@@ -37,6 +40,7 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
 /// the queue.
 struct moodycamel_queue_tokens : moodycamel_queue {
   static const char* name() { return "moodycamel::ConcurrentQueue tokens"; }
+  static constexpr bool primary = false;
   static moodycamel::ProducerToken& producer_token(queue& q) {
     thread_local queue* owner = nullptr;
     thread_local std::unique_ptr<moodycamel::ProducerToken> token;
@@ -76,5 +80,14 @@ struct moodycamel_queue_tokens : moodycamel_queue {
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_MOODYCAMEL                                                              \
+  async_bench::moodycamel_queue, async_bench::moodycamel_queue_tokens,
+
+#else
+
+#define ASYNC_BENCH_QUEUES_MOODYCAMEL
+
+#endif
 
 #endif

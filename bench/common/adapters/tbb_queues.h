@@ -4,15 +4,19 @@
 #ifndef ASYNC_BENCH_ADAPTERS_TBB_QUEUES_H
 #define ASYNC_BENCH_ADAPTERS_TBB_QUEUES_H
 
+#if ASYNC_BENCH_HAVE_TBB
+
 #include "../harness.h"
 
 #include <tbb/concurrent_queue.h>
 
 namespace async_bench {
 
-struct tbb_bounded_queue {
+struct tbb_bounded_queue : queue_traits {
   using queue = tbb::concurrent_bounded_queue<std::uint64_t>;
   static const char* name() { return "tbb::concurrent_bounded_queue"; }
+  static constexpr bool bounded = true;
+  static constexpr bool blocking = true;
   static std::unique_ptr<queue> make(std::size_t capacity) {
     std::unique_ptr<queue> q(new queue);
     q->set_capacity(static_cast<std::ptrdiff_t>(capacity));
@@ -27,7 +31,7 @@ struct tbb_bounded_queue {
   static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
 };
 
-struct tbb_queue {
+struct tbb_queue : queue_traits {
   using queue = tbb::concurrent_queue<std::uint64_t>;
   static const char* name() { return "tbb::concurrent_queue"; }
   static std::unique_ptr<queue> make(std::size_t) { return std::unique_ptr<queue>(new queue); }
@@ -41,5 +45,13 @@ struct tbb_queue {
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_QUEUES_TBB async_bench::tbb_bounded_queue, async_bench::tbb_queue,
+
+#else
+
+#define ASYNC_BENCH_QUEUES_TBB
+
+#endif
 
 #endif

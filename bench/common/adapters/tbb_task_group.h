@@ -3,6 +3,10 @@
 #ifndef ASYNC_BENCH_ADAPTERS_TBB_TASK_GROUP_H
 #define ASYNC_BENCH_ADAPTERS_TBB_TASK_GROUP_H
 
+#if ASYNC_BENCH_HAVE_TBB
+
+#include "../registry.h"
+
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
@@ -10,9 +14,11 @@
 
 namespace async_bench {
 
-class tbb_group {
+class tbb_group : public pool_traits {
 public:
   static const char* name() { return "tbb::task_group"; }
+  static constexpr bool futures = false;
+  static constexpr bool idles = false;
   // One slot is reserved for the thread that creates the arena (it only submits and waits),
   // so `workers` TBB worker threads run the tasks, like the other pools.
   explicit tbb_group(int workers) : arena_(workers + 1, 1) {}
@@ -30,5 +36,13 @@ private:
 };
 
 } // namespace async_bench
+
+#define ASYNC_BENCH_POOLS_TBB async_bench::tbb_group,
+
+#else
+
+#define ASYNC_BENCH_POOLS_TBB
+
+#endif
 
 #endif
