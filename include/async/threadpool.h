@@ -72,8 +72,11 @@ namespace async {
 /// tasks read). Then it joins every thread, runs what their thread_local destructors posted,
 /// and goes on so until no task is pending and no thread is left (a task may grow the pool
 /// again meanwhile; those threads are joined too). With size 0 the destructor runs the queued
-/// tasks itself, as tasks of the pool, and the tasks that retiring workers' tasks (still
-/// running) post or wait for. During destruction, tasks may post, resize and cancel_pending();
+/// tasks itself, as tasks of the pool, one at a time (so such a task must not wait for another
+/// one: the destructor's thread is the only one to run it), and the tasks that retiring
+/// workers' tasks (still running) post or wait for. The exception handler is destroyed while
+/// the pool still runs and joins (what its captures post runs with the default handler).
+/// During destruction, tasks may post, resize and cancel_pending();
 /// other threads must not use the pool any more. Destroying the pool from one of its own tasks
 /// (or threads) would wait for itself: it is detected and ends the program (a message on
 /// stderr, then std::terminate).
@@ -85,9 +88,11 @@ namespace async {
 ///
 /// Memory: one heap block per post for the future's shared state; the task itself lives in an
 /// inline buffer of detail::task::inline_size bytes, unless the callable and its arguments are
-/// larger, or destroying a moved-from copy of them could run code of the user's (a capture
-/// with a destructor of its own, other than standard strings, vectors, smart pointers and
-/// promises): then one more allocation. Per worker: a thread, a deque and a mutex.
+/// larger, or destroying a moved-from copy of them could run code of the user's: then one more
+/// allocation. That is the case for a lambda with any capture that has a destructor of its own
+/// (a std::string or a std::shared_ptr included: nothing can look inside a closure), while
+/// post's arguments of those standard types (strings, vectors, smart pointers, promises) stay
+/// inline. Per worker: a thread, a deque and a mutex.
 ///
 /// Requirements on callables: move-constructible (they are moved into the pool, and between
 /// its queues, sometimes under its locks: a move constructor must not use the pool). Their
@@ -129,13 +134,22 @@ public:
   /// thread (see the class comment). From a task of this pool: a message, then std::terminate.
   /// Not thread-safe (destruction).
   ~threadpool() {
-    if (current_pool() == this || worker_of() == this) {
+    if (runs_a_task_of_this() || worker_of() == this) {
       // It would wait for the very task (or thread) that runs it, for ever.
       std::fputs("async::threadpool: destroyed from one of its own tasks or threads; a pool "
                  "cannot wait for the task that destroys it (std::terminate)\n",
                  stderr);
       std::terminate();
     }
+    shut_down();
+    // The handler goes while the pool still runs and joins: its captures' destructors may post
+    // (what they post runs with the default handler) and resize.
+    std::shared_ptr<exception_handler> handler;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      handler.swap(handler_);
+    }
+    handler.reset();
     shut_down();
   }
 
@@ -145,17 +159,22 @@ public:
   /// std::async(std::launch::async, f, args...): f and args are decay-copied or moved into the
   /// task (std::ref passes a reference), member pointers take the object as first argument
   /// (object, pointer, reference_wrapper or smart pointer), an exception reaches future::get(),
-  /// and the task's copies of f and args are destroyed before the future becomes ready.
-  /// Throws std::bad_alloc (nothing posted) when memory runs out. Thread-safe.
+  /// and the task's copies of f and args, and every temporary of the call, are destroyed before
+  /// the future becomes ready. One difference remains: the shared state, which holds the
+  /// result (or the exception), is released by the last of the future and the worker, as with
+  /// std::promise, where std::async's future always releases it itself; so a result whose
+  /// destructor uses memory that the caller frees right after dropping the future should be
+  /// moved out and destroyed first. Throws std::bad_alloc (nothing posted) when memory runs
+  /// out. Thread-safe.
   template <typename F, typename... Args,
             typename R = detail::invoke_result_t<typename std::decay<F>::type,
                                                  typename std::decay<Args>::type...>>
   std::future<R> post(F&& f, Args&&... args) {
     using call =
         detail::promised_call<R, typename std::decay<F>::type, typename std::decay<Args>::type...>;
-    std::promise<R> promise;
-    std::future<R> future = promise.get_future();
-    submit(detail::task(call(std::move(promise), std::forward<F>(f), std::forward<Args>(args)...)));
+    call c(std::forward<F>(f), std::forward<Args>(args)...);
+    std::future<R> future = c.get_future();
+    submit(detail::task(std::move(c)));
     return future;
   }
 
@@ -221,7 +240,7 @@ public:
       }
     }
     ASYNC_PERTURB(); // resized, retirees not yet joined
-    join_retired(false);
+    join_retired();
   }
 
   /// The number of workers (after the last configurepool). Thread-safe.
@@ -263,17 +282,25 @@ public:
       // task is still where it was. (Nobody else holds two worker locks, so taking them all in
       // one order cannot deadlock.)
       std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<detail::local_queue*> locals;
       std::vector<std::unique_lock<std::mutex>> locks;
       std::vector<std::deque<detail::task>*> queues{&injection_};
+      locals.reserve(active_.size() + retiring_.size());
       locks.reserve(active_.size() + retiring_.size());
       queues.reserve(1 + active_.size() + retiring_.size());
-      std::size_t total = injection_.size();
       for (auto* workers : {&active_, &retiring_}) {
         for (auto& w : *workers) {
-          locks.push_back(w->local.lock());
-          queues.push_back(&w->local.tasks(locks.back()));
-          total += queues.back()->size();
+          locals.push_back(&w->local);
         }
+      }
+      // In address order: one order for every caller, whatever the resizes did to the lists
+      // (ThreadSanitizer checks the order; under mutex_ it could not deadlock anyway).
+      std::sort(locals.begin(), locals.end(), std::less<detail::local_queue*>());
+      std::size_t total = injection_.size();
+      for (detail::local_queue* local : locals) {
+        locks.push_back(local->lock());
+        queues.push_back(&local->tasks(locks.back()));
+        total += queues.back()->size();
       }
       dropped.reserve(total);
       queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
@@ -373,9 +400,33 @@ private:
       if (pool != nullptr) {
         std::lock_guard<std::mutex> lock(pool->mutex_);
         self->finished = true;
+        pool->idle_cv_.notify_all(); // a destructor may be waiting for the last retiree
       }
     }
   };
+  // The tasks that this thread's current task interrupted: a pool's destructor that runs its own
+  // tasks on a worker of another pool (or of itself) pushes one.
+  struct task_frame {
+    threadpool* pool;
+    const task_frame* outer;
+  };
+  static const task_frame*& outer_frames() noexcept {
+    static thread_local const task_frame* frames = nullptr;
+    return frames;
+  }
+  // Whether the calling thread runs a task of this pool, now or underneath the task it runs.
+  bool runs_a_task_of_this() const noexcept {
+    if (current_pool() == this) {
+      return true;
+    }
+    for (const task_frame* f = outer_frames(); f != nullptr; f = f->outer) {
+      if (f->pool == this) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   static worker*& current_worker() noexcept {
     static thread_local worker* w = nullptr;
     return w;
@@ -554,7 +605,7 @@ private:
   }
 
   bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
-    if (current_pool() == this) {
+    if (runs_a_task_of_this()) {
       throw std::logic_error("async::threadpool: waiting for idleness from one of its own tasks");
     }
     std::unique_lock<std::mutex> lock(mutex_);
@@ -751,15 +802,19 @@ private:
     return marker;
   }
 
-  // The destructor (mutex_ held): waits until no task is pending. While the pool has no
-  // worker (paused, or at the very end), this thread runs what is queued, what retiring
-  // workers' tasks queued and what waits in their next slots; tasks still running on retirees
-  // may post more, so it looks again every watch period until nothing is pending.
-  void drain(std::unique_lock<std::mutex>& lock) {
+  // The destructor (mutex_ held): waits until done() holds (it is checked under mutex_). While
+  // the pool has no worker (paused, or at its end), this thread runs what is queued, what
+  // retiring workers' tasks queued and what waits in their next slots, one task at a time, as
+  // tasks of the pool (so such a task must not wait for another task: this thread is the only
+  // one to run it); tasks still running on retirees, and retirees' thread_local destructors,
+  // may post more, so it looks again every watch period (and when a retiree finishes). With
+  // workers, they run everything: it waits for the last finish().
+  template <typename Done>
+  void drain(std::unique_lock<std::mutex>& lock, Done done) {
     std::chrono::microseconds period = stale_after();
-    while (pending_.load(std::memory_order_acquire) != 0) {
+    while (!done()) {
       if (!active_.empty()) {
-        idle_cv_.wait(lock); // the workers run everything; woken at the last finish()
+        idle_cv_.wait(lock);
         period = stale_after();
         continue;
       }
@@ -783,50 +838,65 @@ private:
   void run_as_pool_task(detail::task& t) {
     threadpool* const pool = current_pool();
     worker* const w = current_worker();
+    // The task this thread was running (of the pool it was running for) is interrupted, not
+    // over: a wait_idle() on that pool from here must still be refused.
+    const task_frame interrupted{pool, outer_frames()};
+    outer_frames() = &interrupted;
     current_pool() = this;
     current_worker() = nullptr;
-    const auto restore = detail::at_scope_exit([pool, w] {
+    const auto restore = detail::at_scope_exit([pool, w, &interrupted] {
       current_pool() = pool;
       current_worker() = w;
+      outer_frames() = interrupted.outer;
     });
     t();
     t.reset(); // destroy captures before the task counts as finished
   }
 
-  // Runs what is pending, then retires and joins every worker, until no task is pending and no
-  // thread is left: tasks run meanwhile, and the thread_local destructors of exiting workers,
-  // may post and resize again. (The destructor; the constructor when a thread cannot start.)
+  // Runs everything to the end, then joins every thread. A round: wait until no task is
+  // pending and every retiree has been through its thread_local destructors (the workers run
+  // the tasks; with none active this thread runs them itself, as tasks of the pool), join the
+  // retirees, then retire the workers. Their thread_local destructors may post, wait, and grow
+  // the pool again: the next round runs and joins that too. Done when a round finds no task,
+  // no worker and no retiree. (The destructor; the constructor when a thread cannot start.)
   void shut_down() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      drain(lock);
-      if (active_.empty() && retiring_.empty()) {
-        return;
+      drain(lock, [this] {
+        return pending_.load(std::memory_order_acquire) == 0 &&
+               std::all_of(retiring_.begin(), retiring_.end(),
+                           [](const std::unique_ptr<worker>& w) { return w->finished; });
+      });
+      std::vector<std::unique_ptr<worker>> finished = std::move(retiring_);
+      retiring_.clear();
+      lock.unlock();
+      for (auto& w : finished) {
+        w->thread.join(); // finished: the join waits for the thread's exit alone
+      }
+      lock.lock();
+      if (active_.empty()) {
+        if (retiring_.empty() && pending_.load(std::memory_order_acquire) == 0) {
+          return;
+        }
+        continue;
       }
       for (auto& w : active_) {
         w->retire.store(true, std::memory_order_relaxed);
+        retiring_.push_back(std::move(w));
       }
-      idle_.notify_all();
-      std::vector<std::unique_ptr<worker>> workers = std::move(active_);
       active_.clear();
       size_.store(0, std::memory_order_relaxed);
-      lock.unlock();
-      for (auto& w : workers) {
-        w->thread.join();
-      }
-      join_retired(true);
-      lock.lock();
+      idle_.notify_all(); // parked retirees wake up and leave
     }
   }
 
-  // Joins the retirees whose threads have finished (all of them when `all`: the destructor,
-  // which no worker runs).
-  void join_retired(bool all) {
+  // Joins the retirees whose threads have finished (thread_local destructors included).
+  void join_retired() {
     std::vector<std::unique_ptr<worker>> to_join;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = retiring_.begin(); it != retiring_.end();) {
-        if ((all || (*it)->finished) && (*it)->thread.get_id() != std::this_thread::get_id()) {
+        if ((*it)->finished) {
           to_join.push_back(std::move(*it));
           it = retiring_.erase(it);
         } else {

@@ -235,6 +235,26 @@ struct received {
   }
 };
 
+// After a run: the main thread takes what is left (scheduled, so that a queue that a failed
+// protocol broke ends as a livelock instead of hanging here), then checks what arrived.
+template <typename Queue>
+std::string drain_and_check(Queue& q, received& got, std::size_t as_consumer,
+                            const std::vector<int>& expected) {
+  const std::string broken = det::run_alone([&] {
+    life out(0);
+    while (q.dequeue(out)) {
+      got.per_consumer[as_consumer].push_back(out.value);
+    }
+  });
+  return broken.empty() ? got.check(expected) : broken;
+}
+
+// Every life that began since `before` has ended (each element destroyed exactly once).
+std::string lives_ended(long before) {
+  const long left = life::alive().load() - before;
+  return left == 0 ? "" : std::to_string(left) + " lives not ended";
+}
+
 // Producer 0 enqueues a range by bulk_enqueue, one element of which throws from its
 // constructor; producer 1 enqueues one at a time; two consumers take what they can with try
 // calls (skipping slots whose producers have not published yet). Then the main thread drains
@@ -292,20 +312,9 @@ std::string bulk_with_a_throwing_element(det::plan& plan, int bad_at) {
       return NoexceptCheck ? "bulk_enqueue threw under NOEXCEPT_CHECK"
                            : "bulk_enqueue did not pass the constructor's exception on";
     }
-    failure = det::run_alone([&] {
-      life out(0);
-      while (q.dequeue(out)) {
-        got.per_consumer[2].push_back(out.value);
-      }
-    });
-    if (failure.empty()) {
-      failure = got.check(expected);
-    }
+    failure = drain_and_check(q, got, 2, expected);
   }
-  if (failure.empty() && life::alive().load() != alive_before) {
-    failure = std::to_string(life::alive().load() - alive_before) + " lives not ended";
-  }
-  return failure;
+  return failure.empty() ? lives_ended(alive_before) : failure;
 }
 
 // The same, small enough for every interleaving with two preemptions: one bulk producer of
@@ -344,20 +353,9 @@ std::string small_bulk_with_a_throwing_element(det::plan& plan, int bad_at) {
     if (r.what != outcome::finished) {
       return std::string(name(r.what)) + "; " + r.report;
     }
-    failure = det::run_alone([&] {
-      life out(0);
-      while (q.dequeue(out)) {
-        got.per_consumer[0].push_back(out.value);
-      }
-    });
-    if (failure.empty()) {
-      failure = got.check(expected);
-    }
+    failure = drain_and_check(q, got, 0, expected);
   }
-  if (failure.empty() && life::alive().load() != alive_before) {
-    failure = std::to_string(life::alive().load() - alive_before) + " lives not ended";
-  }
-  return failure;
+  return failure.empty() ? lives_ended(alive_before) : failure;
 }
 
 template <bool NoexceptCheck>

@@ -101,31 +101,23 @@ TEST_CASE("a post that runs out of memory leaves nothing pending", "[threadpool]
   int refused = 0;
   {
     threadpool pool(0); // paused: the queue grows, and needs a new block now and then
-    for (int k = 0; k < 200 && refused < 3; ++k) {
-      fail_next_allocation = true;
-      try {
-        pool.execute([&ran] { ran.fetch_add(1); });
-        ++accepted;
-      } catch (const std::bad_alloc&) {
-        ++refused;
+    // Posts with the calling thread's next allocation failing, until `until` were refused.
+    auto post_failing = [&](int until) {
+      for (int k = 0; k < 200 && refused < until; ++k) {
+        fail_next_allocation = true;
+        try {
+          pool.execute([&ran] { ran.fetch_add(1); });
+          ++accepted;
+        } catch (const std::bad_alloc&) {
+          ++refused;
+        }
+        fail_next_allocation = false;
       }
-      fail_next_allocation = false;
-    }
+    };
+    post_failing(3);
     // From a task: its second and later posts go to its worker's local queue.
     pool.configurepool(1);
-    pool.post([&] {
-          for (int k = 0; k < 200 && refused < 6; ++k) {
-            fail_next_allocation = true;
-            try {
-              pool.execute([&ran] { ran.fetch_add(1); });
-              ++accepted;
-            } catch (const std::bad_alloc&) {
-              ++refused;
-            }
-            fail_next_allocation = false;
-          }
-        })
-        .get();
+    pool.post([&] { post_failing(6); }).get();
     CHECK(refused >= 4);
     CHECK(pool.wait_idle_for(10s));
   }

@@ -1126,6 +1126,199 @@ TEST_CASE("replacing the exception handler destroys the old one outside the pool
   CHECK(ran.load() == 1);
 }
 
+namespace {
+
+// Counts its lives; a live one whose destructor runs off the calling thread sleeps first, so
+// that a destruction after the future is ready is late enough to be seen.
+std::thread::id caller_thread;
+struct counted_result {
+  static std::atomic<int>& alive() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+  counted_result() { alive().fetch_add(1); }
+  counted_result(const counted_result&) { alive().fetch_add(1); } // copy-only (C++98 style)
+  counted_result& operator=(const counted_result&) = default;
+  ~counted_result() {
+    if (std::this_thread::get_id() != caller_thread) {
+      std::this_thread::sleep_for(2ms);
+    }
+    alive().fetch_sub(1);
+  }
+};
+
+struct counted_error {
+  static std::atomic<int>& alive() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+  counted_error() { alive().fetch_add(1); }
+  counted_error(const counted_error&) { alive().fetch_add(1); }
+  ~counted_error() { alive().fetch_sub(1); }
+};
+
+} // namespace
+
+TEST_CASE("post(f).get(): no copy of the result or the exception is left on the worker",
+          "[threadpool]") {
+  // The call kept its own copy of the result (set_value from a local) and set the exception
+  // from inside its catch block: both were destroyed on the worker after the future was ready,
+  // so after get() the caller could see them die (or have freed what they refer to).
+  caller_thread = std::this_thread::get_id();
+  threadpool pool(2);
+  int late_results = 0;
+  for (int k = 0; k < 20; ++k) {
+    {
+      std::future<counted_result> f = pool.post([] { return counted_result(); });
+      const counted_result r = f.get();
+      // `r` here, and at most the copy in the shared state, which the worker may still hold
+      // (a std::promise's state is released by whichever side lets go last).
+      late_results += counted_result::alive().load() > 2 ? 1 : 0;
+    }
+    std::this_thread::sleep_for(1ms);
+    while (counted_result::alive().load() != 0) { // the shared state, released late
+      std::this_thread::yield();
+    }
+  }
+  CHECK(late_results == 0);
+  // The exception object lives in the shared state alone: once the caller has handled it and
+  // dropped the future, what is left may be released by the worker (as with std::promise).
+  for (int k = 0; k < 200; ++k) {
+    while (counted_error::alive().load() != 0) { // the previous round's state, released late
+      std::this_thread::yield();
+    }
+    auto f = pool.post([] { throw counted_error(); });
+    try {
+      f.get();
+    } catch (const counted_error&) {
+      CHECK(counted_error::alive().load() == 1);
+    }
+  }
+}
+
+namespace {
+threadpool* exiting_pool = nullptr;
+struct waits_at_thread_exit {
+  int mode = 0; // 1: post(f).get(); 2: grow, post a task that shrinks and waits for a child
+  ~waits_at_thread_exit() {
+    if (mode == 1) {
+      exiting_pool->post([] {}).get();
+    } else if (mode == 2) {
+      // Grow first, so that a worker runs the parent; the parent then shrinks the pool to 0
+      // while it runs, and waits for its child, which only the destructor can run.
+      exiting_pool->configurepool(1);
+      auto parent = exiting_pool->post([] {
+        exiting_pool->configurepool(0);
+        exiting_pool->post([] {}).get();
+      });
+      parent.get();
+    }
+  }
+};
+thread_local waits_at_thread_exit wait_at_exit;
+} // namespace
+
+TEST_CASE("the destructor runs what exiting workers' thread_local destructors wait for",
+          "[threadpool]") {
+  // The destructor retired the workers and blocked in join(); a worker's thread_local
+  // destructor that waited for a task of the pool waited for good: nobody ran the queue.
+  for (int mode = 1; mode <= 2; ++mode) {
+    INFO("mode " << mode);
+    std::atomic<bool> done{false};
+    std::thread owner([&] {
+      threadpool pool(2);
+      exiting_pool = &pool;
+      pool.post([mode] { wait_at_exit.mode = mode; }).get();
+    });
+    std::thread watcher([&] {
+      owner.join();
+      done = true;
+    });
+    await_or_abort([&] { return done.load(); }, "a destructor whose exiting worker waits");
+    watcher.join();
+  }
+}
+
+TEST_CASE("the exception handler is destroyed while the pool still runs and joins",
+          "[threadpool]") {
+  // The handler was destroyed with the pool's members, after the last join: what its captures'
+  // destructors posted was lost (or broke its future), and a thread they started stayed
+  // unjoined (std::terminate).
+  for (int mode = 0; mode < 3; ++mode) {
+    INFO("mode " << mode);
+    std::atomic<int> ran{0};
+    std::atomic<bool> done{false};
+    std::thread owner([&] {
+      threadpool pool(1);
+      struct on_drop {
+        threadpool* pool;
+        std::atomic<int>* ran;
+        int mode;
+        bool live = true;
+        on_drop(threadpool* p, std::atomic<int>* r, int m) : pool(p), ran(r), mode(m) {}
+        on_drop(const on_drop& o) : pool(o.pool), ran(o.ran), mode(o.mode) {}
+        on_drop(on_drop&& o) noexcept : pool(o.pool), ran(o.ran), mode(o.mode) { o.live = false; }
+        ~on_drop() {
+          if (!live) {
+            return;
+          }
+          if (mode == 0) {
+            pool->execute([r = ran] { r->fetch_add(1); });
+          } else if (mode == 1) {
+            pool->configurepool(2);
+            pool->execute([r = ran] { r->fetch_add(1); });
+          } else {
+            pool->post([r = ran] { r->fetch_add(1); });
+          }
+        }
+      };
+      pool.set_exception_handler([c = on_drop(&pool, &ran, mode)](std::exception_ptr) {});
+    });
+    std::thread watcher([&] {
+      owner.join();
+      done = true;
+    });
+    await_or_abort([&] { return done.load(); }, "a destructor whose handler posts when dropped");
+    watcher.join();
+    CHECK(ran.load() == 1);
+  }
+}
+
+TEST_CASE("wait_idle from a task of this pool that another pool's destructor interrupts throws",
+          "[threadpool]") {
+  // A's task destroys a paused pool B, whose destructor runs B's task on A's worker; that task
+  // called A.wait_idle(), which saw B as the current pool and waited for itself for good.
+  threadpool a(2);
+  std::atomic<bool> threw{false};
+  std::atomic<bool> done{false};
+  a.execute([&] {
+    {
+      threadpool b(0);
+      b.execute([&] {
+        try {
+          a.wait_idle_for(std::chrono::seconds(2));
+        } catch (const std::logic_error&) {
+          threw = true;
+        }
+      });
+    }
+    done = true;
+  });
+  await_or_abort([&] { return done.load(); }, "a task of A waiting for A inside B's destructor");
+  CHECK(threw.load());
+}
+
+TEST_CASE("a callable with a data member named like the quiet-move trait compiles",
+          "[threadpool]") {
+  struct odd {
+    bool moved_from_is_quiet = false; // a user's name, not the library's trait
+    bool async_moved_from_is_quiet = false;
+    int operator()() const { return 3; }
+  };
+  threadpool pool(1);
+  CHECK(pool.post(odd{}).get() == 3);
+}
+
 #if defined(__unix__)
 #include <csignal>
 #include <string>

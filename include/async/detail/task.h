@@ -123,12 +123,16 @@ using invoke_result_t = decltype(detail::invoke(std::declval<F>(), std::declval<
 /// moves move a pointer. True for trivially destructible types, for a type that says so
 /// (a static member `moved_from_is_quiet`), and for the standard types whose moved-from state
 /// is empty: strings and vectors (with std::allocator), shared, weak and unique pointers with
-/// the default deleter, promises.
+/// the default deleter, promises and packaged tasks. (A lambda is judged by its closure type:
+/// with a capture that has a destructor of its own, it is not trivially destructible, and
+/// nothing can look inside it.) A type says so with a member type `async_moved_from_is_quiet`
+/// (std::true_type or std::false_type): a type, so that a data member of a user's callable that
+/// happens to have that name is not mistaken for it.
 template <typename T, typename = void>
 struct moved_from_is_quiet : std::is_trivially_destructible<T> {};
 template <typename T>
-struct moved_from_is_quiet<T, void_t<decltype(T::moved_from_is_quiet)>>
-    : std::integral_constant<bool, T::moved_from_is_quiet> {};
+struct moved_from_is_quiet<T, void_t<typename T::async_moved_from_is_quiet>>
+    : std::integral_constant<bool, T::async_moved_from_is_quiet::value> {};
 template <typename C, typename Tr>
 struct moved_from_is_quiet<std::basic_string<C, Tr, std::allocator<C>>, void> : std::true_type {};
 template <typename U>
@@ -141,6 +145,8 @@ template <typename U>
 struct moved_from_is_quiet<std::unique_ptr<U, std::default_delete<U>>, void> : std::true_type {};
 template <typename R>
 struct moved_from_is_quiet<std::promise<R>, void> : std::true_type {};
+template <typename S>
+struct moved_from_is_quiet<std::packaged_task<S>, void> : std::true_type {};
 
 template <typename... T>
 struct all_quiet : std::true_type {};
@@ -272,25 +278,28 @@ constexpr task::operations task::heap_ops<D>::table;
 
 // ---- promised_call ------------------------------------------------------------------------------
 
-/// The stored form of threadpool::post(f, args...): the promise, and f with the decayed
-/// arguments. Calling it runs INVOKE(f, args...) on rvalues of those copies, as std::async
-/// does, destroys f and the arguments, and only then makes the future ready (with the result or
-/// the exception), as std::async's thread does: a capture that refers to the caller's stack is
-/// gone before get() returns. Not thread-safe (one owner).
+/// The stored form of threadpool::post(f, args...): a packaged task for the future, and f with
+/// the decayed arguments. Calling it runs INVOKE(f, args...) on rvalues of those copies, as
+/// std::async does, and destroys f and the arguments before the future becomes ready, as
+/// std::async's thread does: a capture that refers to the caller's stack is gone before get()
+/// returns. The packaged task stores the result (or the exception) in the shared state and
+/// makes it ready after every temporary of the call is gone: no copy of the result, and no
+/// reference to the exception, is left on the worker. (The shared state itself is released by
+/// whichever side lets go of it last, as with std::promise.) Not thread-safe (one owner).
 template <typename R, typename F, typename... Args>
 class promised_call {
   using callee = std::tuple<F, Args...>;
 
 public:
   // Moved from, it holds moved-from copies of f and the arguments (see detail::task).
-  static constexpr bool moved_from_is_quiet = all_quiet<F, Args...>::value;
+  using async_moved_from_is_quiet = all_quiet<F, Args...>;
 
   template <typename G, typename... A>
-  promised_call(std::promise<R>&& p, G&& g, A&&... a) : promise_(std::move(p)) {
+  explicit promised_call(G&& g, A&&... a) : task_(&promised_call::call) {
     callee_.construct(std::forward<G>(g), std::forward<A>(a)...);
   }
   promised_call(promised_call&& other) noexcept(std::is_nothrow_move_constructible<callee>::value)
-      : promise_(std::move(other.promise_)), alive_(other.alive_) {
+      : task_(std::move(other.task_)), alive_(other.alive_) {
     if (alive_) {
       callee_.construct(std::move(*other.callee_.get()));
     }
@@ -300,30 +309,23 @@ public:
   promised_call& operator=(promised_call&&) = delete;
   ~promised_call() { end_callee(); }
 
-  void operator()() {
-    try {
-      deliver(std::is_void<R>(), std::index_sequence_for<Args...>());
-    } catch (...) {
-      end_callee();
-      promise_.set_exception(std::current_exception());
-    }
-  }
+  std::future<R> get_future() { return task_.get_future(); }
+
+  void operator()() { task_(this); }
 
 private:
+  // Runs inside the packaged task: f and the arguments are destroyed (when the call returns or
+  // throws) before the packaged task stores what it got.
+  static R call(promised_call* self) {
+    const auto done = at_scope_exit([self] { self->end_callee(); });
+    return self->invoke_callee(std::index_sequence_for<Args...>());
+  }
+
   // Called with rvalues of the decayed copies, as std::async does.
   template <std::size_t... I>
-  void deliver(std::false_type /*value*/, std::index_sequence<I...>) {
+  R invoke_callee(std::index_sequence<I...>) {
     callee& c = *callee_.get();
-    R result = invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
-    end_callee();
-    promise_.set_value(std::forward<R>(result));
-  }
-  template <std::size_t... I>
-  void deliver(std::true_type /*void*/, std::index_sequence<I...>) {
-    callee& c = *callee_.get();
-    invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
-    end_callee();
-    promise_.set_value();
+    return invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
   }
 
   void end_callee() noexcept {
@@ -333,7 +335,7 @@ private:
     }
   }
 
-  std::promise<R> promise_;
+  std::packaged_task<R(promised_call*)> task_;
   element_storage<callee> callee_;
   bool alive_ = true; // callee_ holds f and the arguments (destroyed once the call is done)
 };
