@@ -227,7 +227,9 @@ struct quotas {
 };
 
 /// Bulk calls: the adapter's push_bulk / pop_bulk, in batches of up to `batch` values (an
-/// adapter without them is only ever measured with batch == 1).
+/// adapter without them is only ever measured with batch == 1), at most max_batch.
+constexpr std::size_t max_batch = 64;
+
 template <typename Adapter>
 void push_batch(typename Adapter::queue& q, const std::uint64_t* v, std::size_t n) {
   if constexpr (Adapter::bulk) {
@@ -271,13 +273,13 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
           }
           return;
         }
-        std::vector<std::uint64_t> values(batch);
+        std::uint64_t values[max_batch]; // on the stack, as a caller's batch would be
         while (next < end) {
           const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, end - next));
           for (std::size_t k = 0; k < n; ++k) {
             values[k] = next + k;
           }
-          push_batch<Adapter>(*q, values.data(), n);
+          push_batch<Adapter>(*q, values, n);
           next += n;
         }
       });
@@ -292,10 +294,10 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
             sum += Adapter::pop(*q);
           }
         } else if constexpr (Adapter::bulk) {
-          std::vector<std::uint64_t> values(batch);
+          std::uint64_t values[max_batch];
           spin_wait wait;
           while (taken.load(std::memory_order_relaxed) < total) {
-            const std::size_t n = Adapter::pop_bulk(*q, values.data(), batch);
+            const std::size_t n = Adapter::pop_bulk(*q, values, batch);
             if (n == 0) {
               wait();
               continue;
@@ -389,6 +391,7 @@ void register_throughput(const std::vector<std::size_t>& capacities) {
 /// The same with bulk calls of `batch` (the scenario "bulk<batch>").
 template <typename Adapter>
 void register_bulk(std::size_t batch) {
+  batch = std::min(batch, max_batch);
   for (const shape& sh : throughput_shapes()) {
     configure(benchmark::RegisterBenchmark(
         bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()).c_str(),
