@@ -111,7 +111,7 @@ void watchdog_or_abort(std::atomic<bool>& done, const char* what) {
 }
 
 void torture_round(std::size_t round, bool destroy_mid_storm) {
-  const std::size_t roots = async_test::scaled(400, 40);
+  const std::size_t roots = async_test::scaled(1600, 40);
   ledger book(roots * 40);
   std::atomic<bool> stop{false};
   std::atomic<bool> finished{false};
@@ -242,7 +242,7 @@ struct nesting {
 
 void nesting_round(std::size_t round) {
   const std::size_t w = 2 + round % 3;
-  const std::size_t roots = async_test::scaled(300, 30);
+  const std::size_t roots = async_test::scaled(1200, 30);
   std::atomic<int> tokens{static_cast<int>(w) - 1};
   std::atomic<long> posted{0};
   std::atomic<long> ran{0};
