@@ -9,6 +9,12 @@ function(async_target_options target)
       # C++14 `new` silently ignores over-alignment; make every such use an error.
       target_compile_options(${target} PRIVATE -Waligned-new=all)
     endif()
+    if(ASYNC_COVERAGE)
+      # -fprofile-update=atomic: the tests are multi-threaded, and plain counter increments
+      # race (gcov then reads torn or negative counts).
+      target_compile_options(${target} PRIVATE --coverage -fprofile-update=atomic)
+      target_link_options(${target} PRIVATE --coverage)
+    endif()
     if(ASYNC_SANITIZE)
       target_compile_options(${target} PRIVATE
         -fsanitize=${ASYNC_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)

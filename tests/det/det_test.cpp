@@ -454,6 +454,106 @@ std::string recycling_under_load(det::plan& plan) {
 
 } // namespace
 
+namespace {
+
+// Built from an int; each object counts the moves that led to it, and the move that would make
+// it a third generation throws (when fragile::armed): an element whose slot a consumer skipped
+// is moved out of the slot (second generation), then into a later slot (third): that move
+// throws. The element is then lost, and said so: enqueue returns false (NOEXCEPT_CHECK) or
+// throws.
+struct fragile {
+  static bool& armed() {
+    static bool on = false;
+    return on;
+  }
+  static std::atomic<long>& alive() {
+    static std::atomic<long> n{0};
+    return n;
+  }
+  fragile(int v) : value(v) { alive().fetch_add(1); } // NOLINT: built from int by the queue
+  fragile(fragile&& o) : value(o.value), generation(o.generation + 1) {
+    if (armed() && generation == 2) {
+      throw std::runtime_error("fragile: third move");
+    }
+    alive().fetch_add(1);
+  }
+  fragile& operator=(fragile&& o) noexcept {
+    value = o.value;
+    return *this;
+  }
+  ~fragile() { alive().fetch_sub(1); }
+  int value;
+  int generation = 0;
+};
+
+// A producer enqueues one fragile element (or two, by bulk_enqueue) while a consumer skips its
+// slot (SPIN_BUDGET 0): the relocation's move throws in some interleavings. What the producer
+// was told went in arrives once; what it was told was lost does not; every life ends.
+template <bool NoexceptCheck>
+std::string relocation_move_throws(det::plan& plan, bool bulk) {
+  using queue_type = async::queue<fragile, det_queue_traits<NoexceptCheck>>;
+  const long before = fragile::alive().load();
+  std::string failure;
+  {
+    queue_type q;
+    std::size_t went_in = 0;
+    std::vector<int> got;
+    auto producer = [&] {
+      try {
+        if (bulk) {
+          const int values[2] = {1, 2};
+          went_in = q.bulk_enqueue(values, 2);
+        } else {
+          went_in = q.enqueue(1) ? 1 : 0;
+        }
+      } catch (const std::runtime_error&) {
+      }
+    };
+    auto consumer = [&] {
+      fragile out(0);
+      for (int k = 0; k < 3; ++k) {
+        if (q.dequeue(out)) {
+          got.push_back(out.value);
+        }
+      }
+    };
+    fragile::armed() = true;
+    const auto r = plan.run({producer, consumer});
+    fragile::armed() = false;
+    if (r.what != outcome::finished) {
+      return std::string(name(r.what)) + "; " + r.report;
+    }
+    failure = det::run_alone([&] {
+      fragile out(0);
+      while (q.dequeue(out)) {
+        got.push_back(out.value);
+      }
+    });
+    if (failure.empty() && !bulk && got.size() != went_in) {
+      failure = std::to_string(got.size()) + " received, " + std::to_string(went_in) +
+                " reported enqueued";
+    }
+    if (failure.empty() && bulk && (got.size() > 2 || !std::is_sorted(got.begin(), got.end()))) {
+      failure = "the bulk call's elements arrived twice or out of order";
+    }
+  }
+  const long left = fragile::alive().load() - before;
+  if (failure.empty() && left != 0) {
+    failure = std::to_string(left) + " lives not ended";
+  }
+  return failure;
+}
+
+} // namespace
+
+TEST_CASE("det: a relocation whose move throws loses that element alone, and says so", "[det]") {
+  for (const bool bulk : {false, true}) {
+    INFO((bulk ? "bulk_enqueue" : "enqueue"));
+    explore([bulk](det::plan& p) { return relocation_move_throws<true>(p, bulk); }, 300, 2, 20000);
+    explore([bulk](det::plan& p) { return relocation_move_throws<false>(p, bulk); }, 300, 2, 20000);
+  }
+}
+
 TEST_CASE("det: segments recycle under every interleaving; nothing lost or duplicated", "[det]") {
   explore(recycling_under_load, 800, -1, 0);
 }
@@ -562,7 +662,44 @@ std::string close_in_a_storm(det::plan& plan) {
   return "";
 }
 
+// Two producers race for the one slot of an empty queue with blocking calls, so that one of
+// them may hold a ticket for the next lap and wait for its turn; a consumer takes what comes,
+// and a fourth thread closes the queue. A producer that holds a ticket when the queue closes
+// gives it up (abandon), and the consumer of that ticket must skip it rather than wait for
+// ever. Everything that was reported enqueued is dequeued once, in each producer's order.
+std::string close_with_tickets_held(det::plan& plan) {
+  async::bounded_queue<int, det_bounded_traits> q(1);
+  bool sent[2] = {false, false};
+  std::vector<int> got;
+  auto producer = [&](int me) { return [&, me] { sent[me] = q.blocking_enqueue(me); }; };
+  auto consumer = [&] {
+    int v = 0;
+    while (q.blocking_dequeue(v)) {
+      got.push_back(v);
+    }
+  };
+  auto closer = [&] { q.close(); };
+  const auto r = plan.run({producer(0), producer(1), consumer, closer});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  std::vector<int> expected;
+  for (int p = 0; p < 2; ++p) {
+    if (sent[p]) {
+      expected.push_back(p);
+    }
+  }
+  std::sort(got.begin(), got.end());
+  return got == expected ? "" : "what was enqueued is not what was dequeued";
+}
+
 } // namespace
+
+TEST_CASE("det: a producer holding a ticket when the queue closes gives it up; its consumer "
+          "passes it",
+          "[det]") {
+  explore(close_with_tickets_held, 800, -1, 0);
+}
 
 TEST_CASE("det: close() wakes every waiter on the turn word (consumers and producers)", "[det]") {
   for (const bool producers : {false, true}) {
