@@ -10,7 +10,7 @@
 
 #include "registry.h"
 
-#include <async/detail/cache.h>
+#include <async/detail/wait.h>
 
 #include <benchmark/benchmark.h>
 
@@ -94,20 +94,15 @@ inline void fail(benchmark::State& state, const std::string& what) {
 
 // ---- waiting --------------------------------------------------------------------------------
 
-/// The back-off every spinning adapter uses when a try call fails: pause, then yield (on a
-/// machine with fewer cores than threads a pure spin would starve the thread it waits for).
+/// The back-off every spinning adapter uses when a try call fails: 64 pauses, then a yield per
+/// round (on a machine with fewer cores than threads a pure spin would starve the thread it
+/// waits for); the library's own spin-then-yield, with the pause count the benchmarks had.
 class spin_wait {
 public:
-  void operator()() {
-    if (++n_ < 64) {
-      async::detail::cpu_pause();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  void operator()() { wait_.wait(); }
 
 private:
-  unsigned n_ = 0;
+  async::detail::spin_then_yield wait_{64};
 };
 
 /// Repeats a try call until it succeeds, backing off with spin_wait: the waiting loop of every

@@ -419,10 +419,13 @@ private:
 
   // Takes n producer tickets, the first in `first`, after reading the producers' hint (so that
   // it names a segment at or before the tickets'). False when the queue is closed: the tickets
-  // are refused. Throws std::length_error, before taking them, when the storage is full.
-  bool take_tickets(std::uint64_t n, word& hint, std::uint64_t& first) {
+  // are refused. Throws std::length_error, before taking them, when the storage is full (unless
+  // the caller already holds its element and must wait for a node instead: `check` false).
+  bool take_tickets(std::uint64_t n, word& hint, std::uint64_t& first, bool check = true) {
     hint = segments_.hint(list::producers);
-    segments_.check_room();
+    if (check) {
+      segments_.check_room();
+    }
     // (UE1) seq_cst: the tickets; seq_cst also orders them before the waiter check of
     // waiting_.notify() (EC2).
     first = tail_.value.fetch_add(n, std::memory_order_seq_cst);
@@ -565,13 +568,11 @@ private:
     detail::holder<T> carry;
     hand_back(i, s, carry);
     for (;;) {
-      // No check_room(): the element is already in hand; it waits for a node if it must.
-      const word hint = segments_.hint(list::producers);
-      const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_seq_cst); // (UE1)
-      if ((t & closed_bit) != 0) {
+      word hint = 0;
+      std::uint64_t t = 0;
+      if (!take_tickets(1, hint, t, /*check=*/false)) {
         return false; // closed meanwhile: the element is destroyed with `carry`
       }
-      ASYNC_PERTURB(); // ticket taken, its slot not yet found
       const std::uint32_t j = segments_.find(list::producers, hint, t / segment_size);
       switch (place_carried(j, segments_.slot(j, t), carry)) {
       case carried::placed:

@@ -411,6 +411,19 @@ void await_or_abort(Done done, const char* what, std::chrono::milliseconds limit
   }
 }
 
+// Runs body (which ends, as a rule, by destroying a pool) on a thread of its own and waits for
+// it to return, as await_or_abort does: a hang ends the test binary with `what`.
+template <typename Body>
+void finishes_or_abort(Body body, const char* what) {
+  std::atomic<bool> done{false};
+  std::thread runner([&] {
+    body();
+    done = true;
+  });
+  await_or_abort([&] { return done.load(); }, what);
+  runner.join();
+}
+
 } // namespace
 
 TEST_CASE("resizing while tasks post tasks loses and corrupts nothing", "[threadpool]") {
@@ -503,22 +516,17 @@ TEST_CASE("the destructor finishes when a task shrinks the pool to 0 meanwhile",
   // Nothing used to wake the destructor when "no worker, but queued tasks" became true.
   for (int rep = 0; rep < 10; ++rep) {
     std::atomic<int> ran{0};
-    std::atomic<bool> destroyed{false};
-    std::thread owner([&] {
-      threadpool pool(1);
-      pool.execute([&] {
-        std::this_thread::sleep_for(5ms); // the destructor is waiting by now
-        pool.configurepool(0);
-        ran.fetch_add(1);
-      });
-      pool.execute([&] { ran.fetch_add(1); }); // queued behind: the destructor must run it
-    });
-    std::thread watcher([&] {
-      owner.join();
-      destroyed = true;
-    });
-    await_or_abort([&] { return destroyed.load(); }, "the destructor of a pool shrunk to 0");
-    watcher.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(1);
+          pool.execute([&] {
+            std::this_thread::sleep_for(5ms); // the destructor is waiting by now
+            pool.configurepool(0);
+            ran.fetch_add(1);
+          });
+          pool.execute([&] { ran.fetch_add(1); }); // queued behind: the destructor must run it
+        },
+        "the destructor of a pool shrunk to 0");
     CHECK(ran.load() == 2);
   }
 }
@@ -860,28 +868,22 @@ TEST_CASE("a paused pool's destructor runs a child its blocked parent waits for"
   // Paused with a parent blocked on its next-slot child, the destructor ran only the injection
   // queue: it waited for the parent, which waited for the child, for good.
   for (int rep = 0; rep < 5; ++rep) {
-    std::atomic<bool> destroyed{false};
     std::atomic<bool> child_ran{false};
-    std::thread owner([&] {
-      threadpool pool(2);
-      std::atomic<bool> in{false};
-      pool.execute([&] {
-        in = true;
-        std::this_thread::sleep_for(20ms); // the pool is paused meanwhile
-        pool.post([&] { child_ran = true; }).get();
-      });
-      while (!in.load()) {
-        std::this_thread::yield();
-      }
-      pool.configurepool(0);
-    });
-    std::thread watcher([&] {
-      owner.join();
-      destroyed = true;
-    });
-    await_or_abort([&] { return destroyed.load(); },
-                   "the destructor of a paused pool with a blocked parent");
-    watcher.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(2);
+          std::atomic<bool> in{false};
+          pool.execute([&] {
+            in = true;
+            std::this_thread::sleep_for(20ms); // the pool is paused meanwhile
+            pool.post([&] { child_ran = true; }).get();
+          });
+          while (!in.load()) {
+            std::this_thread::yield();
+          }
+          pool.configurepool(0);
+        },
+        "the destructor of a paused pool with a blocked parent");
     CHECK(child_ran.load());
   }
 }
@@ -908,28 +910,26 @@ TEST_CASE("a capture whose destructor posts, moved-from copies included, deadloc
           "[threadpool]") {
   for (int mode = 0; mode < 3; ++mode) {
     INFO("mode " << mode);
-    std::atomic<bool> done{false};
-    std::thread runner([&] {
-      threadpool pool(2);
-      notify_pool = &pool;
-      notify_on_destroy n;
-      if (mode == 0) {
-        pool.execute([n] {}); // from outside: the injection queue
-      } else if (mode == 1) {
-        pool.post([] {
-              notify_on_destroy m;
-              notify_pool->execute([] {});  // the first post: the next slot
-              notify_pool->execute([m] {}); // the second: the worker's local queue
-            })
-            .get();
-      } else {
-        pool.post([n](int x) { return x; }, 1).get(); // a post's bound call
-      }
-      pool.wait_idle();
-      done = true;
-    });
-    await_or_abort([&] { return done.load(); }, "a pool whose task captures post when destroyed");
-    runner.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(2);
+          notify_pool = &pool;
+          notify_on_destroy n;
+          if (mode == 0) {
+            pool.execute([n] {}); // from outside: the injection queue
+          } else if (mode == 1) {
+            pool.post([] {
+                  notify_on_destroy m;
+                  notify_pool->execute([] {});  // the first post: the next slot
+                  notify_pool->execute([m] {}); // the second: the worker's local queue
+                })
+                .get();
+          } else {
+            pool.post([n](int x) { return x; }, 1).get(); // a post's bound call
+          }
+          pool.wait_idle();
+        },
+        "a pool whose task captures post when destroyed");
   }
 }
 
@@ -1003,18 +1003,13 @@ TEST_CASE("wait_idle_until takes any time point, from min() to max(), of any clo
 TEST_CASE("a task that a paused pool's destructor runs is a task of the pool", "[threadpool]") {
   // The destructor ran such tasks as a stranger: wait_idle() from one of them did not throw
   // std::logic_error, it waited for itself for good.
-  std::atomic<bool> done{false};
   std::future<void> waited;
-  std::thread owner([&] {
-    threadpool pool(0);
-    waited = pool.post([&pool] { pool.wait_idle(); });
-  });
-  std::thread watcher([&] {
-    owner.join();
-    done = true;
-  });
-  await_or_abort([&] { return done.load(); }, "the destructor of a paused pool");
-  watcher.join();
+  finishes_or_abort(
+      [&] {
+        threadpool pool(0);
+        waited = pool.post([&pool] { pool.wait_idle(); });
+      },
+      "the destructor of a paused pool");
   CHECK_THROWS_AS(waited.get(), std::logic_error);
 }
 
@@ -1045,18 +1040,13 @@ TEST_CASE("the destructor joins workers that tasks start while it ends", "[threa
   // had joined every thread; the new workers were never joined (std::terminate).
   for (int rep = 0; rep < 3; ++rep) {
     resize_posts = 0;
-    std::atomic<bool> done{false};
-    std::thread owner([&] {
-      threadpool pool(1);
-      resize_pool = &pool;
-      pool.post([] { resize_at_exit.mode = 1; }).get();
-    });
-    std::thread watcher([&] {
-      owner.join();
-      done = true;
-    });
-    await_or_abort([&] { return done.load(); }, "a destructor whose workers grow the pool");
-    watcher.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(1);
+          resize_pool = &pool;
+          pool.post([] { resize_at_exit.mode = 1; }).get();
+        },
+        "a destructor whose workers grow the pool");
     CHECK(resize_posts.load() >= 1);
   }
 }
@@ -1112,17 +1102,15 @@ struct posts_when_dropped {
 
 TEST_CASE("replacing the exception handler destroys the old one outside the pool's lock",
           "[threadpool]") {
-  std::atomic<bool> done{false};
   std::atomic<int> ran{0};
-  std::thread runner([&] {
-    threadpool pool(1);
-    pool.set_exception_handler([c = posts_when_dropped(&pool, &ran)](std::exception_ptr) {});
-    pool.set_exception_handler(nullptr); // drops the first handler and its capture
-    pool.wait_idle();
-    done = true;
-  });
-  await_or_abort([&] { return done.load(); }, "replacing a handler whose capture posts");
-  runner.join();
+  finishes_or_abort(
+      [&] {
+        threadpool pool(1);
+        pool.set_exception_handler([c = posts_when_dropped(&pool, &ran)](std::exception_ptr) {});
+        pool.set_exception_handler(nullptr); // drops the first handler and its capture
+        pool.wait_idle();
+      },
+      "replacing a handler whose capture posts");
   CHECK(ran.load() == 1);
 }
 
@@ -1224,18 +1212,13 @@ TEST_CASE("the destructor runs what exiting workers' thread_local destructors wa
   // destructor that waited for a task of the pool waited for good: nobody ran the queue.
   for (int mode = 1; mode <= 2; ++mode) {
     INFO("mode " << mode);
-    std::atomic<bool> done{false};
-    std::thread owner([&] {
-      threadpool pool(2);
-      exiting_pool = &pool;
-      pool.post([mode] { wait_at_exit.mode = mode; }).get();
-    });
-    std::thread watcher([&] {
-      owner.join();
-      done = true;
-    });
-    await_or_abort([&] { return done.load(); }, "a destructor whose exiting worker waits");
-    watcher.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(2);
+          exiting_pool = &pool;
+          pool.post([mode] { wait_at_exit.mode = mode; }).get();
+        },
+        "a destructor whose exiting worker waits");
   }
 }
 
@@ -1247,39 +1230,36 @@ TEST_CASE("the exception handler is destroyed while the pool still runs and join
   for (int mode = 0; mode < 3; ++mode) {
     INFO("mode " << mode);
     std::atomic<int> ran{0};
-    std::atomic<bool> done{false};
-    std::thread owner([&] {
-      threadpool pool(1);
-      struct on_drop {
-        threadpool* pool;
-        std::atomic<int>* ran;
-        int mode;
-        bool live = true;
-        on_drop(threadpool* p, std::atomic<int>* r, int m) : pool(p), ran(r), mode(m) {}
-        on_drop(const on_drop& o) : pool(o.pool), ran(o.ran), mode(o.mode) {}
-        on_drop(on_drop&& o) noexcept : pool(o.pool), ran(o.ran), mode(o.mode) { o.live = false; }
-        ~on_drop() {
-          if (!live) {
-            return;
-          }
-          if (mode == 0) {
-            pool->execute([r = ran] { r->fetch_add(1); });
-          } else if (mode == 1) {
-            pool->configurepool(2);
-            pool->execute([r = ran] { r->fetch_add(1); });
-          } else {
-            pool->post([r = ran] { r->fetch_add(1); });
-          }
-        }
-      };
-      pool.set_exception_handler([c = on_drop(&pool, &ran, mode)](std::exception_ptr) {});
-    });
-    std::thread watcher([&] {
-      owner.join();
-      done = true;
-    });
-    await_or_abort([&] { return done.load(); }, "a destructor whose handler posts when dropped");
-    watcher.join();
+    finishes_or_abort(
+        [&] {
+          threadpool pool(1);
+          struct on_drop {
+            threadpool* pool;
+            std::atomic<int>* ran;
+            int mode;
+            bool live = true;
+            on_drop(threadpool* p, std::atomic<int>* r, int m) : pool(p), ran(r), mode(m) {}
+            on_drop(const on_drop& o) : pool(o.pool), ran(o.ran), mode(o.mode) {}
+            on_drop(on_drop&& o) noexcept : pool(o.pool), ran(o.ran), mode(o.mode) {
+              o.live = false;
+            }
+            ~on_drop() {
+              if (!live) {
+                return;
+              }
+              if (mode == 0) {
+                pool->execute([r = ran] { r->fetch_add(1); });
+              } else if (mode == 1) {
+                pool->configurepool(2);
+                pool->execute([r = ran] { r->fetch_add(1); });
+              } else {
+                pool->post([r = ran] { r->fetch_add(1); });
+              }
+            }
+          };
+          pool.set_exception_handler([c = on_drop(&pool, &ran, mode)](std::exception_ptr) {});
+        },
+        "a destructor whose handler posts when dropped");
     CHECK(ran.load() == 1);
   }
 }
