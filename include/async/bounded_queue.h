@@ -107,6 +107,10 @@ class bounded_queue {
   static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, bounded_traits>::value;
   static_assert(line_size >= sizeof(std::uint64_t) && (line_size & (line_size - 1)) == 0,
                 "bounded_queue: Traits::CachelineSize must be a power of two of at least 8.");
+  static_assert(detail::sequence_type_ok<Traits>::value,
+                "async::bounded_queue: the traits member sequence_type (the original library's "
+                "ticket type) must be a 64-bit unsigned type, or be left out: tickets and turns "
+                "are 64-bit here (see MIGRATION.md).");
 
   // The atomic type of the protocol words (std::atomic; a test seam, see detail/traits.h).
   template <typename V>
@@ -116,6 +120,11 @@ public:
   using value_type = T;
   using traits_type = Traits;
   using size_type = std::size_t;
+  /// The ticket type, as the original named it (a 64-bit unsigned type, see above).
+  using seq_t = std::uint64_t;
+
+  /// The false-sharing granule in bytes (Traits::CachelineSize), as the original named it.
+  static constexpr std::size_t cacheline_size = line_size;
 
   /// Creates an empty queue holding at most `capacity` elements (any value >= 1; powers of two
   /// are fastest). Throws std::invalid_argument for 0, std::bad_alloc if memory runs out.
@@ -665,6 +674,12 @@ private:
   // Written by producers (fetch_add or CAS), and once by close(): the next ticket to produce.
   detail::padded<atom<std::uint64_t>, line_size> tail_;
 };
+
+#if ASYNC_CPLUSPLUS < 17
+// The definition that a use by reference (odr-use) needs before C++17's inline variables.
+template <typename T, typename Traits>
+constexpr std::size_t bounded_queue<T, Traits>::cacheline_size;
+#endif
 
 } // namespace async
 

@@ -151,6 +151,23 @@ class queue {
   static_assert(segment_size >= 2 && (segment_size & (segment_size - 1)) == 0 &&
                     segment_size <= (std::size_t(1) << 20),
                 "async::queue: SEGMENT_SIZE must be a power of two between 2 and 2^20.");
+  // The original library's traits members (d36u9/async v1.1.0): no meaning here, so a struct
+  // that sets one does not compile (MIGRATION.md), instead of being silently ignored.
+  static_assert(!detail::sets_tagbits<Traits>::value,
+                "async::queue: the traits member Tagbits (the original library's link layout) is "
+                "not used here; set TAG_BITS (the ABA tag bits of a link, at most 32) instead, "
+                "see MIGRATION.md.");
+  static_assert(!detail::sets_level1_bits<Traits>::value &&
+                    !detail::sets_level2_bits<Traits>::value &&
+                    !detail::sets_level3_bits<Traits>::value,
+                "async::queue: the traits members L1bits, L2bits and L3bits (the original "
+                "library's level widths, one element per node) are not used here; size the node "
+                "storage with NODE_LEVEL1, NODE_LEVEL2 and NODE_LEVEL3 (nodes per level) instead, "
+                "see MIGRATION.md.");
+  static_assert(!detail::sets_basebits<Traits>::value,
+                "async::queue: the traits member Basebits (the original library's leaf width) is "
+                "not used here; a node holds SEGMENT_SIZE elements and a leaf block NODE_LEVEL3 "
+                "nodes: set those instead, see MIGRATION.md.");
   static_assert(static_cast<double>(level1) * level2 * level3 <
                     static_cast<double>((std::uint64_t(1) << index_bits) - 1),
                 "async::queue: NODE_LEVEL1 x NODE_LEVEL2 x NODE_LEVEL3 must be below "
@@ -164,13 +181,18 @@ public:
   using value_type = T;
   using traits_type = Traits;
 
+  /// The false-sharing granule in bytes (Traits::CachelineSize), as the original named it.
+  static constexpr std::size_t cacheline_size = line_size;
+
   /// An empty queue with one node. Not thread-safe.
   queue() : queue(0, detail::first_ticket{0}) {}
 
   /// An empty queue with room for at least `reserve` elements before it allocates again.
   /// Throws std::length_error when the node storage cannot hold that many (for example
-  /// reserve == SIZE_MAX with the default traits). Not thread-safe.
-  explicit queue(std::size_t reserve) : queue(reserve, detail::first_ticket{0}) {}
+  /// reserve == SIZE_MAX with the default traits). Not explicit, as in the original library
+  /// (a size converts to a queue where one is expected; `async::queue<int> q = 1000;` compiles
+  /// from C++17, the move constructor being deleted). Not thread-safe.
+  queue(std::size_t reserve) : queue(reserve, detail::first_ticket{0}) {}
 
   /// Test seam: both ticket counters start at `start` (rounded down to a segment boundary), so
   /// tests can put segment numbers, and the tags derived from them, near a wrap point.
@@ -289,29 +311,20 @@ public:
 
   /// Moves up to n of the oldest elements to `out` (an output iterator such as a pointer into
   /// an array or std::back_inserter), in queue order, taking tickets with one fetch_add. Returns
-  /// how many were written; 0 when the queue is empty or n == 0. If writing to `out` throws, the
-  /// elements of the tickets this call had taken but not written are destroyed and the
+  /// how many were written; 0 when the queue is empty or n == 0. As in the original library, an
+  /// iterator passed as a modifiable lvalue is advanced past what was written (a pointer or an
+  /// inserter kept by the caller continues where this call stopped); an rvalue (moved), a
+  /// const or volatile iterator or an array is written through a copy. If writing to `out` throws,
+  /// the elements of the tickets this call had taken but not written are destroyed and the
   /// exception propagates. Thread-safe (lock-free).
   template <typename OutputIt>
-  std::size_t bulk_dequeue(OutputIt out, std::size_t n) {
-    std::size_t got = 0;
-    while (got < n) {
-      const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
-      const std::uint64_t t = effective_tail();
-      if (h >= t) {
-        break;
-      }
-      const std::size_t want = static_cast<std::size_t>(
-          std::min<std::uint64_t>(static_cast<std::uint64_t>(n - got), t - h));
-      const word hint = segments_.hint(list::consumers);
-      ASYNC_PERTURB(); // looked, no tickets yet
-      const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
-      ASYNC_PERTURB(); // tickets taken, their slots not yet found
-      finish_batch finished(segments_);
-      walk round(segments_, list::consumers, hint, h0, h0 + want, &finished);
-      got += drain(round, finished, out);
-    }
-    return got;
+  std::size_t bulk_dequeue(OutputIt&& out, std::size_t n) {
+    using it = typename std::remove_reference<OutputIt>::type;
+    using in_place =
+        std::integral_constant<bool, std::is_lvalue_reference<OutputIt>::value &&
+                                         !std::is_const<it>::value &&
+                                         !std::is_volatile<it>::value && !std::is_array<it>::value>;
+    return bulk_dequeue_through(caller_iterator(std::forward<OutputIt>(out), in_place{}), n);
   }
 
   /// Moves the oldest element into `out`, waiting politely while the queue is empty (a short
@@ -380,6 +393,10 @@ public:
   std::size_t nodes_allocated() const noexcept {
     return static_cast<std::size_t>(segments_.nodes_allocated());
   }
+
+  /// nodes_allocated() under the original library's name. A node here holds a segment of
+  /// SEGMENT_SIZE elements, where the original's held one, so the count is smaller.
+  std::uint64_t getNodeCount() const noexcept { return segments_.nodes_allocated(); }
 
   /// The largest n that bulk_enqueue accepts: n tickets may start anywhere in a segment and so
   /// span n / SEGMENT_SIZE + 2 nodes, all of which must exist at once.
@@ -622,6 +639,38 @@ private:
 
   // ---- consumers: the slot protocol -----------------------------------------------------------
 
+  // bulk_dequeue's iterator: the caller's own (advanced in place), or a copy of it.
+  template <typename It>
+  static It& caller_iterator(It& it, std::true_type) noexcept {
+    return it;
+  }
+  template <typename It>
+  static typename std::decay<It>::type caller_iterator(It&& it, std::false_type) {
+    return std::forward<It>(it); // an rvalue is moved, a const or volatile lvalue copied
+  }
+
+  template <typename OutputIt>
+  std::size_t bulk_dequeue_through(OutputIt&& out, std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) {
+      const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
+      const std::uint64_t t = effective_tail();
+      if (h >= t) {
+        break;
+      }
+      const std::size_t want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(static_cast<std::uint64_t>(n - got), t - h));
+      const word hint = segments_.hint(list::consumers);
+      ASYNC_PERTURB(); // looked, no tickets yet
+      const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
+      ASYNC_PERTURB(); // tickets taken, their slots not yet found
+      finish_batch finished(segments_);
+      walk round(segments_, list::consumers, hint, h0, h0 + want, &finished);
+      got += drain(round, finished, out);
+    }
+    return got;
+  }
+
   // Takes the elements of one round of consumer tickets in order, writing them to `out`;
   // returns how many. If writing throws, the round's tickets not yet served are still this
   // call's: their elements are destroyed (reported lost by the exception) so that their slots
@@ -766,6 +815,12 @@ private:
   // Written once by close(): the number of tickets handed out before it.
   atom<std::uint64_t> closed_at_{no_close};
 };
+
+#if ASYNC_CPLUSPLUS < 17
+// The definition that a use by reference (odr-use) needs before C++17's inline variables.
+template <typename T, typename Traits>
+constexpr std::size_t queue<T, Traits>::cacheline_size;
+#endif
 
 } // namespace async
 

@@ -112,8 +112,9 @@ public:
   using exception_handler = std::function<void(std::exception_ptr)>;
 
   /// Starts `n` workers (default: the hardware thread count, at least 1). 0 makes a paused
-  /// pool. Throws std::invalid_argument when n < 0. Not thread-safe (construction).
-  explicit threadpool(int n = default_size()) {
+  /// pool. Throws std::invalid_argument when n < 0. Not explicit, as in the original library
+  /// (an aggregate holding a pool can be initialized with `{}`). Not thread-safe (construction).
+  threadpool(int n = default_size()) {
     if (n < 0) {
       throw std::invalid_argument("async::threadpool: the number of threads must be >= 0");
     }
@@ -176,6 +177,23 @@ public:
     std::future<R> future = c.get_future();
     submit(detail::task(std::move(c)));
     return future;
+  }
+
+  /// What a post() resolves to when f can be called with the arguments as they are passed but
+  /// not with decay-copies of them, as the original library allowed (it bound arguments with
+  /// std::bind, so a parameter `int&` took an lvalue argument by reference): a compile error
+  /// that says why (see MIGRATION.md). Any other call that f cannot take finds no post().
+  template <
+      typename F, typename... Args,
+      typename std::enable_if<!detail::is_invocable<typename std::decay<F>::type,
+                                                    typename std::decay<Args>::type...>::value &&
+                                  detail::is_invocable<F&&, Args&&...>::value,
+                              int>::type = 0>
+  auto post(F&&, Args&&...) {
+    static_assert(detail::dependent_false<F, Args...>::value,
+                  "async::threadpool::post: f cannot be called with decay-copies of these "
+                  "arguments. post() takes arguments like std::async: pass std::ref(x) or "
+                  "std::cref(x) for a reference parameter (see MIGRATION.md).");
   }
 
   /// Runs f() on a worker, without a future. An exception escaping f goes to the handler set
@@ -246,8 +264,9 @@ public:
   /// The number of workers (after the last configurepool). Thread-safe.
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 
-  /// The number of workers parked for lack of work right now. Thread-safe.
-  std::size_t idlesize() const noexcept { return idle_.parked(); }
+  /// The number of workers parked for lack of work right now (an int, as in the original
+  /// library). Thread-safe.
+  int idlesize() const noexcept { return static_cast<int>(idle_.parked()); }
 
   /// Blocks until every task posted so far (and every task they post) has finished. Calling it
   /// from a task of this pool would wait for itself: it throws std::logic_error instead.
@@ -327,6 +346,9 @@ public:
     const unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);
   }
+
+  /// default_size() under the original library's name.
+  static int defaultpoolsize() noexcept { return default_size(); }
 
 private:
   template <typename F>

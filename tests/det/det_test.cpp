@@ -16,7 +16,7 @@
 #include "det_schedule.h"
 #include "test_support.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <algorithm>
 #include <atomic>

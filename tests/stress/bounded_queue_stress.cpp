@@ -5,7 +5,7 @@
 
 #include "stress.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <atomic>
 #include <chrono>

@@ -17,7 +17,7 @@
 
 #include "stress.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <algorithm>
 #include <atomic>

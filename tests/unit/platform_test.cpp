@@ -4,7 +4,7 @@
 #include <async/detail/cache.h>
 #include <async/detail/config.h>
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <atomic>
 #include <chrono>

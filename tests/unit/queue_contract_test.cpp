@@ -9,7 +9,7 @@
 
 #include "test_support.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <atomic>
 #include <chrono>

@@ -8,7 +8,7 @@
 
 #include "test_support.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <atomic>
 #include <chrono>
@@ -56,6 +56,20 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+// Under AddressSanitizer, allocations made inside libstdc++ go through ASan's operator new and
+// this binary's operator delete frees them with free(): a mismatch only in ASan's bookkeeping.
+// The check is off for this binary alone (ASAN_OPTIONS from the environment still apply).
+#if defined(__SANITIZE_ADDRESS__)
+#define ASYNC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASYNC_TEST_ASAN 1
+#endif
+#endif
+#if ASYNC_TEST_ASAN
+extern "C" const char* __asan_default_options() { return "alloc_dealloc_mismatch=0"; }
+#endif
 #endif
 
 TEST_CASE("a pool whose constructor cannot start every thread throws and leaves none behind",
@@ -79,7 +93,7 @@ TEST_CASE("configurepool that cannot start every thread throws; size() counts th
   CHECK_THROWS_AS(pool.configurepool(5), std::system_error);
   async::detail::thread_starts_left() = -1;
   CHECK(pool.size() == 3);
-  CHECK(async_test::eventually_equal([&] { return pool.idlesize(); }, std::size_t(3)));
+  CHECK(async_test::eventually_equal([&] { return pool.idlesize(); }, 3));
   std::vector<std::future<int>> results;
   for (int k = 0; k < 20; ++k) {
     results.push_back(pool.post([k] { return k; }));

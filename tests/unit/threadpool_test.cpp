@@ -5,7 +5,7 @@
 
 #include "test_support.h"
 
-#include <catch2/catch.hpp>
+#include "async_catch.h"
 
 #include <array>
 #include <atomic>
@@ -207,7 +207,7 @@ TEST_CASE("the real number of threads follows every resize", "[threadpool]") {
   CHECK(r.distinct_threads == 2);
 
   pool.wait_idle();
-  CHECK(async_test::eventually_equal([&] { return pool.idlesize(); }, std::size_t(2)));
+  CHECK(async_test::eventually_equal([&] { return pool.idlesize(); }, 2));
 }
 
 TEST_CASE("a burst of sleeping tasks keeps every worker busy", "[threadpool]") {

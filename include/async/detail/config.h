@@ -40,7 +40,7 @@
 #elif ASYNC_CPLUSPLUS_RAW >= 201402L
 #define ASYNC_CPLUSPLUS 14
 #else
-#error "async requires C++14 or later"
+#error "async requires C++14 or later (the original d36u9/async accepted C++11; see MIGRATION.md)"
 #endif
 
 // ---- architecture -----------------------------------------------------------------------------

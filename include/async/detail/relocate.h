@@ -27,11 +27,13 @@ T* construct_relocated(void* where, T& from, std::false_type /*copy-only*/) {
 }
 template <typename T>
 T* construct_relocated(void* where, T& from) {
-  return construct_relocated(where, from, std::is_constructible<T, T&&>());
+  return detail::construct_relocated(where, from, std::is_constructible<T, T&&>());
 }
 
-/// `to = from`, moving when T is movable and the target takes an rvalue, copying otherwise
-/// (a copy-only T goes through a back_inserter by copy too).
+/// `to = from`, moving when the target takes an rvalue and T is movable, copying otherwise (a
+/// copy-only T goes through a back_inserter by copy too). A T that can be neither copied nor
+/// move-constructed, only move-assigned (bounded_queue accepts one, as the original did), is
+/// moved.
 template <typename To, typename T>
 void assign_relocated(To&& to, T& from, std::true_type /*move*/) {
   std::forward<To>(to) = std::move(from);
@@ -42,9 +44,10 @@ void assign_relocated(To&& to, T& from, std::false_type /*copy*/) {
 }
 template <typename To, typename T>
 void assign_relocated(To&& to, T& from) {
-  using move = std::integral_constant<bool, std::is_constructible<T, T&&>::value &&
-                                                std::is_assignable<To&&, T&&>::value>;
-  assign_relocated(std::forward<To>(to), from, move());
+  using move = std::integral_constant<bool, std::is_assignable<To&&, T&&>::value &&
+                                                (std::is_constructible<T, T&&>::value ||
+                                                 !std::is_assignable<To&&, const T&>::value)>;
+  detail::assign_relocated(std::forward<To>(to), from, move());
 }
 
 } // namespace detail

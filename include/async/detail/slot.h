@@ -33,7 +33,9 @@ public:
   }
 
   /// Constructs the element from `from`, moved, or copied when T is copy-only.
-  T* relocate_from(T& from) { return construct_relocated(static_cast<void*>(bytes_), from); }
+  T* relocate_from(T& from) {
+    return detail::construct_relocated(static_cast<void*>(bytes_), from);
+  }
 
   /// The element (constructed). Under C++17 laundered: the storage is reused by many elements.
   T* get() noexcept {

@@ -100,8 +100,9 @@ auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype((*std::forward<Obje
 template <typename F, typename... Args,
           typename std::enable_if<std::is_member_pointer<typename std::decay<F>::type>::value,
                                   int>::type = 0>
-auto invoke(F&& f, Args&&... args) -> decltype(invoke_member(f, std::forward<Args>(args)...)) {
-  return invoke_member(f, std::forward<Args>(args)...);
+auto invoke(F&& f, Args&&... args)
+    -> decltype(detail::invoke_member(f, std::forward<Args>(args)...)) {
+  return detail::invoke_member(f, std::forward<Args>(args)...);
 }
 
 template <typename F, typename... Args,
@@ -113,6 +114,19 @@ auto invoke(F&& f, Args&&... args) -> decltype(std::forward<F>(f)(std::forward<A
 
 template <typename F, typename... Args>
 using invoke_result_t = decltype(detail::invoke(std::declval<F>(), std::declval<Args>()...));
+
+template <typename Void, typename F, typename... Args>
+struct invocable_impl : std::false_type {};
+template <typename F, typename... Args>
+struct invocable_impl<void_t<invoke_result_t<F, Args...>>, F, Args...> : std::true_type {};
+
+/// false, but only once instantiated (for a static_assert in a template that must not be used).
+template <typename...>
+struct dependent_false : std::false_type {};
+
+/// Whether detail::invoke(F, Args...) is well-formed.
+template <typename F, typename... Args>
+using is_invocable = invocable_impl<void, F, Args...>;
 
 // ---- quiet relocation ---------------------------------------------------------------------------
 
@@ -325,7 +339,7 @@ private:
   template <std::size_t... I>
   R invoke_callee(std::index_sequence<I...>) {
     callee& c = *callee_.get();
-    return invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
+    return detail::invoke(std::get<0>(std::move(c)), std::get<I + 1>(std::move(c))...);
   }
 
   void end_callee() noexcept {
