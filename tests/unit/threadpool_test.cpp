@@ -40,6 +40,16 @@ struct functor {
   int operator()(int x) const { return x * 2; }
 };
 
+// A virtual member function: called through the object's most derived override, whether the
+// object comes by value, reference_wrapper, pointer or smart pointer.
+struct shape_base {
+  virtual ~shape_base() = default;
+  virtual int sides(int extra) const { return extra; }
+};
+struct square : shape_base {
+  int sides(int extra) const override { return 4 + extra; }
+};
+
 // Runs `tasks` tasks that each hold their worker until `expected` tasks run at the same time
 // (or a deadline passes), and reports how many ran at once at most and on how many distinct
 // threads. With `expected` = the pool size, a pool that really has that many threads reaches
@@ -122,6 +132,23 @@ TEST_CASE("post accepts every kind of callable, like std::async", "[threadpool]"
   CHECK(member_by_unique.get() == 45);
   CHECK(data_member.get() == 7);
   CHECK(std_function.get() == 99);
+}
+
+TEST_CASE("post calls a virtual member function through the object's override", "[threadpool]") {
+  threadpool pool(2);
+  const square sq;
+  const shape_base& as_base = sq;
+  auto by_value = pool.post(&shape_base::sides, sq, 1); // a copy of the square: its override
+  auto by_ref = pool.post(&shape_base::sides, std::cref(as_base), 2);
+  auto by_ptr = pool.post(&shape_base::sides, &as_base, 3);
+  auto by_shared = pool.post(&shape_base::sides, std::shared_ptr<shape_base>(new square), 4);
+  const shape_base plain;
+  auto not_overridden = pool.post(&shape_base::sides, std::cref(plain), 5);
+  CHECK(by_value.get() == 5);
+  CHECK(by_ref.get() == 6);
+  CHECK(by_ptr.get() == 7);
+  CHECK(by_shared.get() == 8);
+  CHECK(not_overridden.get() == 5);
 }
 
 TEST_CASE("arguments are decay-copied or moved; std::ref passes a reference", "[threadpool]") {
