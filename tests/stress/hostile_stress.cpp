@@ -305,9 +305,17 @@ struct unbounded_ops {
         }
         break;
       case 2: {
-        const std::size_t n = q.bulk_dequeue(batch, 1 + c % 9);
-        for (std::size_t j = 0; j < n; ++j) {
-          receive(batch[j]);
+        // Every other time the call gets an lvalue pointer, which it advances in place past what
+        // it wrote: what is received is what lies between the array and where the pointer
+        // stopped, so a pointer left behind loses elements and one run ahead delivers garbage.
+        typename Queue::value_type* end = batch;
+        if ((round / 4) % 2 == 0) {
+          end = batch + q.bulk_dequeue(batch, 1 + c % 9);
+        } else {
+          q.bulk_dequeue(end, 1 + c % 9);
+        }
+        for (auto* e = batch; e != end; ++e) {
+          receive(*e);
         }
         break;
       }

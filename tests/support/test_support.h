@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -33,6 +34,16 @@ struct announce_perturb_seed {
 };
 static const announce_perturb_seed announce_perturb_seed_once{};
 #endif
+
+/// The member types of the tests' hand-written output iterators (std::iterator is deprecated
+/// in C++17): derive from it and define *, ++ and the assignment.
+struct output_iterator_types {
+  using iterator_category = std::output_iterator_tag;
+  using value_type = void;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = void;
+};
 
 /// ASYNC_STRESS_SCALE from the environment (1 = full size; presets lower it under sanitizers
 /// and qemu).

@@ -10,6 +10,7 @@
 #include <async/threadpool.h>
 
 #include "async_catch.h"
+#include "test_support.h"
 
 #include <chrono>
 #include <cstddef>
@@ -64,13 +65,7 @@ template <typename To, typename From, typename Tag>
 void assign_relocated(To&, From&, Tag) = delete;
 
 // An output iterator that counts its copies (bulk_dequeue must move an rvalue).
-struct counting_sink {
-  using iterator_category = std::output_iterator_tag;
-  using value_type = void;
-  using difference_type = std::ptrdiff_t;
-  using pointer = void;
-  using reference = void;
-
+struct counting_sink : async_test::output_iterator_types {
   std::vector<int>* out;
   int* copies;
   counting_sink(std::vector<int>* o, int* c) : out(o), copies(c) {}
@@ -88,13 +83,7 @@ struct counting_sink {
 };
 
 // Move-only output iterator.
-struct move_only_sink {
-  using iterator_category = std::output_iterator_tag;
-  using value_type = void;
-  using difference_type = std::ptrdiff_t;
-  using pointer = void;
-  using reference = void;
-
+struct move_only_sink : async_test::output_iterator_types {
   std::vector<int>* out;
   explicit move_only_sink(std::vector<int>* o) : out(o) {}
   move_only_sink(const move_only_sink&) = delete;

@@ -376,12 +376,8 @@ TEST_CASE("queue: a producer stalled inside enqueue does not hide later elements
 namespace {
 
 // An output iterator that throws on its `fails_at`-th assignment.
-struct throwing_out {
-  using iterator_category = std::output_iterator_tag;
-  using value_type = void;
-  using difference_type = std::ptrdiff_t;
-  using pointer = void;
-  using reference = void;
+struct throwing_out : async_test::output_iterator_types {
+  throwing_out(std::vector<int>* s, int f) : sink(s), fails_at(f) {}
   std::vector<int>* sink;
   int fails_at;
   throwing_out& operator*() { return *this; }
