@@ -10,6 +10,7 @@
 
 #include "registry.h"
 
+#include <async/detail/cache.h>
 #include <async/detail/wait.h>
 
 #include <benchmark/benchmark.h>
@@ -413,13 +414,42 @@ void register_ping_pong(std::size_t capacity) {
 /// What a result depends on: CPU, cores, compiler, flags, commit (one line each, prefixed).
 inline std::string context(const char* prefix) {
   std::string cpu = "unknown";
+  // AArch64 kernels often name no model: the implementer and part numbers instead.
+  std::string implementer;
+  std::string part;
+  bool x86_info = false;
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
-    if (line.compare(0, 10, "model name") == 0 || line.compare(0, 8, "Hardware") == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) {
+      continue;
+    }
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    const std::string value = start == std::string::npos ? std::string() : line.substr(start);
+    const auto is = [&line](const char* key) {
+      return line.compare(0, std::strlen(key), key) == 0;
+    };
+    if (is("vendor_id")) {
+      x86_info = true;
+    } else if (cpu == "unknown" && (is("model name") || is("Hardware"))) {
+      cpu = value;
+    } else if (implementer.empty() && is("CPU implementer")) {
+      implementer = value;
+    } else if (part.empty() && is("CPU part")) {
+      part = value;
     }
   }
+  if (cpu == "unknown" && !implementer.empty()) {
+    cpu = "ARM CPU, implementer " + implementer + ", part " + part;
+  }
+#if !defined(ASYNC_ARCH_X86_64) && !defined(ASYNC_ARCH_X86)
+  // An x86 /proc/cpuinfo seen by a non-x86 binary: qemu-user, whose timings are no claims.
+  if (x86_info) {
+    cpu += " (the host of an emulator: timings say nothing about the target)";
+  }
+#else
+  (void)x86_info;
+#endif
   std::string out;
   out += std::string(prefix) + "cpu: " + cpu + "\n";
   out += std::string(prefix) +
@@ -430,6 +460,12 @@ inline std::string context(const char* prefix) {
 #elif defined(__GNUC__)
   out += std::string(prefix) + "compiler: g++ " __VERSION__ "\n";
 #endif
+  // What the library chose for this target: where ARM boards and x86 differ.
+  std::atomic<std::uint64_t> word{0};
+  out += std::string(prefix) + "platform: " ASYNC_ARCH_NAME ", cache line " +
+         std::to_string(async::detail::cache_line_size) + " bytes, spin hint " +
+         async::detail::cpu_pause_name() + ", 64-bit atomics " +
+         (word.is_lock_free() ? "lock-free" : "NOT lock-free") + "\n";
   out += std::string(prefix) + "flags: " ASYNC_BENCH_FLAGS "\n";
   out += std::string(prefix) + "commit: " ASYNC_BENCH_COMMIT "\n";
   return out;

@@ -8,6 +8,17 @@ set(CMAKE_C_COMPILER ${ASYNC_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${ASYNC_CROSS_TRIPLE}-g++)
 
 set(CMAKE_FIND_ROOT_PATH /usr/${ASYNC_CROSS_TRIPLE})
+# The benchmark peers for the target, unpacked by bench/fetch-cross-peers.sh (Debian's packages
+# of the target architecture in a private sysroot). ASYNC_CROSS_PEERS names another place.
+if(DEFINED ENV{ASYNC_CROSS_PEERS})
+  set(ASYNC_CROSS_PEERS "$ENV{ASYNC_CROSS_PEERS}")
+else()
+  get_filename_component(ASYNC_CROSS_PEERS
+    "${CMAKE_CURRENT_LIST_DIR}/../../.cross-peers/${ASYNC_CROSS_TRIPLE}" ABSOLUTE)
+endif()
+if(IS_DIRECTORY "${ASYNC_CROSS_PEERS}")
+  list(APPEND CMAKE_FIND_ROOT_PATH "${ASYNC_CROSS_PEERS}")
+endif()
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
