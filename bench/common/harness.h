@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -45,6 +46,7 @@ struct options {
   bool oversubscribe = false;                   // also run shapes with more threads than N
   bool pin = false;                             // pin the k-th thread of a measurement to CPU k
   std::string csv;                              // where to write the CSV (empty: no CSV)
+  int rounds = 0; // > 0: every case runs this many times, ours and the peers interleaved
 };
 
 inline options& opts() {
@@ -67,6 +69,8 @@ inline void parse_options(int& argc, char** argv) {
       opts().items = std::strtoull(v, nullptr, 10);
     } else if (const char* v = value("--async_csv=")) {
       opts().csv = v;
+    } else if (const char* v = value("--async_rounds=")) {
+      opts().rounds = std::atoi(v);
     } else if (std::strcmp(a, "--async_oversubscribe") == 0) {
       opts().oversubscribe = true;
     } else if (std::strcmp(a, "--async_pin") == 0) {
@@ -202,25 +206,76 @@ inline std::vector<shape> throughput_shapes() {
 
 // ---- the throughput loop ----------------------------------------------------------------------
 
-/// P producers push, C consumers pop, `items` values per iteration (rounded to a multiple of
-/// P*C so that every thread has an exact quota). Measures from the start line to the last join.
 /// The quotas of one throughput measurement: `items` rounded to a multiple of P*C so that every
-/// thread has an exact share. Producers send the values 1..total (atomic_queue reserves 0).
+/// thread has an exact share. Producer p sends the values (p << producer_shift) + 1, + 2, ...,
+/// + per_producer: never 0 (atomic_queue reserves it), and each value names its producer and its
+/// place in that producer's order, which the consumers check (per-producer FIFO).
+constexpr int producer_shift = 40;
+constexpr std::uint64_t sequence_mask = (std::uint64_t(1) << producer_shift) - 1;
+
 struct quotas {
   std::uint64_t per_producer;
   std::uint64_t per_consumer;
   std::uint64_t total;
-  std::uint64_t expected_sum;
+  std::uint64_t expected_sum; // modulo 2^64, as the consumers add
 
   explicit quotas(const shape& sh) {
     const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
     const std::uint64_t per_pair = std::max<std::uint64_t>(1, opts().items / pc);
-    per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers);
+    per_producer = per_pair * static_cast<std::uint64_t>(sh.consumers); // far below 2^40
     per_consumer = per_pair * static_cast<std::uint64_t>(sh.producers);
     total = per_producer * static_cast<std::uint64_t>(sh.producers);
-    expected_sum = total * (total + 1) / 2;
+    expected_sum = 0;
+    for (int p = 0; p < sh.producers; ++p) {
+      expected_sum += first_value(p) * per_producer + per_producer * (per_producer - 1) / 2;
+    }
+  }
+
+  static std::uint64_t first_value(int producer) {
+    return (static_cast<std::uint64_t>(producer) << producer_shift) + 1;
   }
 };
+
+/// One consumer's check of per-producer FIFO: counts the values that arrive after a newer value
+/// of the same producer (each such arrival is one violation: 1 3 2 counts one, 1 2 3 none).
+class fifo_check {
+public:
+  explicit fifo_check(int producers) : last_(static_cast<std::size_t>(producers), 0) {}
+
+  void see(std::uint64_t v) {
+    const std::uint64_t producer = v >> producer_shift;
+    const std::uint64_t sequence = v & sequence_mask;
+    if (producer >= last_.size()) {
+      return; // not a value any producer sent: the sum check reports it
+    }
+    std::uint64_t& last = last_[static_cast<std::size_t>(producer)];
+    violations_ += sequence < last ? 1 : 0;
+    last = sequence;
+  }
+
+  std::uint64_t violations() const { return violations_; }
+
+private:
+  std::vector<std::uint64_t> last_;
+  std::uint64_t violations_ = 0;
+};
+
+/// Per-producer FIFO tallies of every case, by benchmark name: violations and values checked.
+struct fifo_tally {
+  std::uint64_t violations = 0;
+  std::uint64_t checked = 0;
+};
+
+inline std::map<std::string, fifo_tally>& fifo_tallies() {
+  static std::map<std::string, fifo_tally> t;
+  return t;
+}
+
+/// The name of the case running now (set by add_case's wrapper; benchmarks run one at a time).
+inline std::string& current_case() {
+  static std::string name;
+  return name;
+}
 
 /// Bulk calls: the adapter's push_bulk / pop_bulk, in batches of up to `batch` values (an
 /// adapter without them is only ever measured with batch == 1), at most max_batch.
@@ -255,13 +310,14 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
     auto q = Adapter::make(capacity);
     start_line start;
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(sh.consumers), 0);
+    std::vector<std::uint64_t> violations(static_cast<std::size_t>(sh.consumers), 0);
     std::atomic<std::uint64_t> taken{0}; // bulk consumers: values taken so far, by all
     std::vector<std::thread> threads;
     for (int p = 0; p < sh.producers; ++p) {
       threads.emplace_back([&, p] {
         pin_thread(p);
         start.wait();
-        std::uint64_t next = static_cast<std::uint64_t>(p) * per_producer + 1;
+        std::uint64_t next = quotas::first_value(p);
         const std::uint64_t end = next + per_producer;
         if (batch == 1) {
           for (; next < end; ++next) {
@@ -285,9 +341,12 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
         pin_thread(sh.producers + c);
         start.wait();
         std::uint64_t sum = 0;
+        fifo_check fifo(sh.producers);
         if (batch == 1) {
           for (std::uint64_t i = 0; i < per_consumer; ++i) {
-            sum += Adapter::pop(*q);
+            const std::uint64_t v = Adapter::pop(*q);
+            fifo.see(v);
+            sum += v;
           }
         } else if constexpr (Adapter::bulk) {
           std::uint64_t values[max_batch];
@@ -299,12 +358,14 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
               continue;
             }
             for (std::size_t k = 0; k < n; ++k) {
+              fifo.see(values[k]);
               sum += values[k];
             }
             taken.fetch_add(n, std::memory_order_relaxed);
           }
         }
         sums[static_cast<std::size_t>(c)] = sum;
+        violations[static_cast<std::size_t>(c)] = fifo.violations();
       });
     }
     state.SetIterationTime(start.open_and_join(threads));
@@ -314,6 +375,9 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
                       ": sum " + std::to_string(sum) + " != " + std::to_string(expected_sum));
       return;
     }
+    fifo_tally& tally = fifo_tallies()[current_case()];
+    tally.violations += std::accumulate(violations.begin(), violations.end(), std::uint64_t(0));
+    tally.checked += total;
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
   state.counters["threads"] = sh.producers + sh.consumers;
@@ -369,6 +433,66 @@ inline void configure(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
 
+/// A measurement waiting to be registered (with --async_rounds, all cases are known first).
+struct pending_case {
+  std::string name;
+  std::function<void(benchmark::State&)> run;
+};
+
+inline std::vector<pending_case>& pending_cases() {
+  static std::vector<pending_case> cases;
+  return cases;
+}
+
+inline void register_case(const pending_case& c) {
+  const std::string name = c.name;
+  const std::function<void(benchmark::State&)> run = c.run;
+  configure(benchmark::RegisterBenchmark(name.c_str(), [name, run](benchmark::State& st) {
+    current_case() = name;
+    run(st);
+  }));
+}
+
+/// Adds the comparison case `name` ("<scenario>/<parameters>/<implementation>"). Without
+/// --async_rounds it is registered at once (Google Benchmark runs cases in that order:
+/// implementation after implementation). With --async_rounds=R, register_rounds() registers
+/// every case R times: round by round, and within a round each group's implementations back to
+/// back (in reverse order every other round), so that ours and each peer are measured seconds
+/// apart in every round, and a machine that changes speed shifts both sides of a ratio alike.
+template <typename Run>
+void add_case(const std::string& name, Run run) {
+  pending_case c{name, std::function<void(benchmark::State&)>(std::move(run))};
+  if (opts().rounds > 0) {
+    pending_cases().push_back(std::move(c));
+  } else {
+    register_case(c);
+  }
+}
+
+inline void register_rounds() {
+  std::vector<std::string> groups; // in order of first appearance
+  std::map<std::string, std::vector<std::size_t>> members;
+  const auto& cases = pending_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string group = cases[i].name.substr(0, cases[i].name.rfind('/'));
+    if (!members.count(group)) {
+      groups.push_back(group);
+    }
+    members[group].push_back(i);
+  }
+  for (int r = 0; r < opts().rounds; ++r) {
+    for (const auto& g : groups) {
+      std::vector<std::size_t> order = members[g];
+      if (r % 2 == 1) {
+        std::reverse(order.begin(), order.end());
+      }
+      for (std::size_t i : order) {
+        register_case(cases[i]);
+      }
+    }
+  }
+}
+
 template <typename Adapter>
 void register_throughput(const std::vector<std::size_t>& capacities) {
   for (std::size_t cap : capacities) {
@@ -377,9 +501,8 @@ void register_throughput(const std::vector<std::size_t>& capacities) {
         continue; // a single-producer single-consumer queue: 1p1c only
       }
       const std::string params = (cap ? "cap:" + std::to_string(cap) + "/" : "") + sh.name();
-      configure(benchmark::RegisterBenchmark(
-          bench_name("throughput", params, Adapter::name()).c_str(),
-          [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); }));
+      add_case(bench_name("throughput", params, Adapter::name()),
+               [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); });
     }
   }
 }
@@ -389,17 +512,15 @@ template <typename Adapter>
 void register_bulk(std::size_t batch) {
   batch = std::min(batch, max_batch);
   for (const shape& sh : throughput_shapes()) {
-    configure(benchmark::RegisterBenchmark(
-        bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()).c_str(),
-        [sh, batch](benchmark::State& st) { queue_throughput<Adapter>(st, sh, 0, batch); }));
+    add_case(bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()),
+             [sh, batch](benchmark::State& st) { queue_throughput<Adapter>(st, sh, 0, batch); });
   }
 }
 
 template <typename Adapter>
 void register_ping_pong(std::size_t capacity) {
-  configure(benchmark::RegisterBenchmark(
-      bench_name("ping_pong", "round_trip", Adapter::name()).c_str(),
-      [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); }));
+  add_case(bench_name("ping_pong", "round_trip", Adapter::name()),
+           [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); });
 }
 
 // ---- run context ---------------------------------------------------------------------------
@@ -473,22 +594,35 @@ inline std::string context(const char* prefix) {
 
 // ---- the comparison table ---------------------------------------------------------------------
 
-/// Console output as usual, then one table per scenario: items/s of every implementation and the
-/// ratio of ours (the first implementation whose name starts with "async::") to each peer.
+/// Median of a non-empty list.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Console output as usual, then one table per scenario: the median rate (or cost) of every
+/// implementation and how many times better ours (the first implementation whose name starts
+/// with "async::") is than each peer. With --async_rounds the ratio is the median of the
+/// per-round ratios, with their range; then the per-producer FIFO violations of every case.
 class table_reporter : public benchmark::ConsoleReporter {
 public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
+    // One call per registered case: its runs, then (with repetitions) their aggregates. The
+    // case contributes one value: the median aggregate, else the median of its runs.
+    std::string name;
+    std::string threads;
+    std::vector<double> values;
+    double aggregate_median = -1;
     for (const Run& r : runs) {
       if (r.error_occurred) {
-        continue;
+        return;
       }
-      // With repetitions keep the median; without, the single run.
       const bool aggregate = !r.aggregate_name.empty();
       if (aggregate && r.aggregate_name != "median") {
         continue;
       }
-      const std::string name = r.run_name.function_name;
       // A scenario reports either a rate (items_per_second) or a cost (cpu_per_wall).
       auto it = r.counters.find("cpu_per_wall");
       if (it != r.counters.end()) {
@@ -499,54 +633,123 @@ public:
       if (it == r.counters.end()) {
         continue;
       }
-      const std::size_t cut = name.rfind('/');
-      std::string group = name.substr(0, cut);
-      if (!r.run_name.threads.empty()) {
-        group += "/" + r.run_name.threads; // benchmarks run on Google Benchmark's threads
-      }
-      const std::string impl = name.substr(cut + 1);
-      if (!rows_.count(group)) {
-        order_.push_back(group);
-      }
-      rows_[group][impl] = it->second.value;
-      if (std::find(impls_.begin(), impls_.end(), impl) == impls_.end()) {
-        impls_.push_back(impl);
+      name = r.run_name.function_name;
+      threads = r.run_name.threads;
+      if (aggregate) {
+        aggregate_median = it->second.value;
+      } else {
+        values.push_back(it->second.value);
       }
     }
+    if (name.empty() || (values.empty() && aggregate_median < 0)) {
+      return;
+    }
+    const std::size_t cut = name.rfind('/');
+    std::string group = name.substr(0, cut);
+    if (!threads.empty()) {
+      group += "/" + threads; // benchmarks run on Google Benchmark's threads
+    }
+    const std::string impl = name.substr(cut + 1);
+    if (!rows_.count(group)) {
+      order_.push_back(group);
+    }
+    rows_[group][impl].push_back(aggregate_median >= 0 ? aggregate_median : median(values));
+    names_[group][impl] = name;
+    if (std::find(impls_.begin(), impls_.end(), impl) == impls_.end()) {
+      impls_.push_back(impl);
+    }
+  }
+
+  /// How many values (rounds) the case `group`/`impl` contributed.
+  std::size_t values_of(const std::string& group, const std::string& impl) const {
+    const auto g = rows_.find(group);
+    if (g == rows_.end()) {
+      return 0;
+    }
+    const auto i = g->second.find(impl);
+    return i == g->second.end() ? 0 : i->second.size();
   }
 
   void Finalize() override {
     ConsoleReporter::Finalize();
     print_table();
+    print_fifo();
     write_csv();
   }
 
 private:
+  struct ratio_summary {
+    double median = 0;
+    double low = 0;
+    double high = 0;
+    std::size_t rounds = 0;
+  };
+
+  bool rate() const { return metric_ == "items/s"; }
+
+  std::string ours() const {
+    for (const auto& i : impls_) {
+      if (i.compare(0, 7, "async::") == 0) {
+        return i;
+      }
+    }
+    return {};
+  }
+
+  /// Ours vs `peer` in one case, round by round ("how many times better ours is": a higher
+  /// rate, or a lower cost); rounds = 0 when there is nothing to compare.
+  ratio_summary ratio(const std::map<std::string, std::vector<double>>& row,
+                      const std::string& peer) const {
+    auto our = row.find(ours());
+    if (our == row.end()) {
+      // A row without the first of ours (another scenario's class) uses its own async:: entry.
+      our = std::find_if(row.begin(), row.end(),
+                         [](const auto& e) { return e.first.compare(0, 7, "async::") == 0; });
+    }
+    const auto it = row.find(peer);
+    ratio_summary out;
+    if (our == row.end() || it == row.end() || it == our) {
+      return out;
+    }
+    std::vector<double> ratios;
+    for (std::size_t r = 0; r < std::min(our->second.size(), it->second.size()); ++r) {
+      const double a = our->second[r];
+      const double b = it->second[r];
+      if (a > 0 && b > 0) {
+        ratios.push_back(rate() ? a / b : b / a);
+      }
+    }
+    if (ratios.empty()) {
+      return out;
+    }
+    out.median = median(ratios);
+    out.low = *std::min_element(ratios.begin(), ratios.end());
+    out.high = *std::max_element(ratios.begin(), ratios.end());
+    out.rounds = ratios.size();
+    return out;
+  }
+
   void print_table() const {
     if (order_.empty()) {
       return;
     }
-    std::string ours;
-    for (const auto& i : impls_) {
-      if (i.compare(0, 7, "async::") == 0) {
-        ours = i;
-        break;
-      }
-    }
-    const bool rate = metric_ == "items/s";
-    std::printf("\n%s (median), and ours / peer:\n\n| case |",
-                rate ? "Million items per second"
-                     : "CPU seconds per wall second (lower is better; ratio = peer / ours)");
+    const std::string our = ours();
+    const bool rounds = opts().rounds > 1;
+    std::printf("\n%s (median%s), and ours / peer%s:\n\n| case |",
+                rate() ? "Million items per second"
+                       : "CPU seconds per wall second (lower is better; ratio = peer / ours)",
+                rounds ? " of the rounds" : "",
+                rounds ? " (median of the per-round ratios, and their range)" : "");
     for (const auto& i : impls_) {
       std::printf(" %s |", i.c_str());
     }
     for (const auto& i : impls_) {
-      if (i != ours && !ours.empty()) {
+      if (i != our && !our.empty()) {
         std::printf(" vs %s |", i.c_str());
       }
     }
     std::printf("\n|---|");
-    for (std::size_t k = 0; k < impls_.size() * 2 - (ours.empty() ? impls_.size() : 1); ++k) {
+    for (std::size_t k = 0; k < impls_.size() * 2 - (our.empty() ? impls_.size() : 1); ++k) {
       std::printf("---|");
     }
     std::printf("\n");
@@ -558,28 +761,21 @@ private:
         if (it == row.end()) {
           std::printf(" - |");
         } else {
-          std::printf(rate ? " %.2f |" : " %.4f |", rate ? it->second / 1e6 : it->second);
+          const double m = median(it->second);
+          std::printf(rate() ? " %.2f |" : " %.4f |", rate() ? m / 1e6 : m);
         }
-      }
-      // A row without the first of ours (another scenario's class) uses its own async:: entry.
-      auto our = row.find(ours);
-      if (our == row.end()) {
-        our =
-            std::find_if(row.begin(), row.end(), [](const std::pair<const std::string, double>& e) {
-              return e.first.compare(0, 7, "async::") == 0;
-            });
       }
       for (const auto& i : impls_) {
-        if (i == ours || ours.empty()) {
+        if (i == our || our.empty()) {
           continue;
         }
-        const auto it = row.find(i);
-        if (our == row.end() || it == row.end() || it == our || it->second <= 0 ||
-            our->second <= 0) {
+        const ratio_summary r = ratio(row, i);
+        if (r.rounds == 0) {
           std::printf(" - |");
+        } else if (r.rounds == 1) {
+          std::printf(" %.2fx |", r.median);
         } else {
-          // Always "how many times better ours is": a higher rate, or a lower cost.
-          std::printf(" %.2fx |", rate ? our->second / it->second : it->second / our->second);
+          std::printf(" %.2fx (%.2f-%.2f) |", r.median, r.low, r.high);
         }
       }
       std::printf("\n");
@@ -587,16 +783,80 @@ private:
     std::fflush(stdout);
   }
 
+  /// The per-producer FIFO table: for every case that checks it, each implementation's count
+  /// of values received after a newer value of the same producer, out of the values checked.
+  void print_fifo() const {
+    const auto& tallies = fifo_tallies();
+    if (tallies.empty()) {
+      return;
+    }
+    std::printf("\nPer-producer FIFO violations (a value received after a newer value of its "
+                "producer, by the same consumer), of the values checked:\n\n| case |");
+    for (const auto& i : impls_) {
+      std::printf(" %s |", i.c_str());
+    }
+    std::printf("\n|---|");
+    for (std::size_t k = 0; k < impls_.size(); ++k) {
+      std::printf("---|");
+    }
+    std::printf("\n");
+    for (const auto& g : order_) {
+      const auto& names = names_.at(g);
+      bool any = false;
+      for (const auto& kv : names) {
+        any = any || tallies.count(kv.second) != 0;
+      }
+      if (!any) {
+        continue;
+      }
+      std::printf("| %s |", g.c_str());
+      for (const auto& i : impls_) {
+        const auto n = names.find(i);
+        const auto t = n == names.end() ? tallies.end() : tallies.find(n->second);
+        if (t == tallies.end() || t->second.checked == 0) {
+          std::printf(" - |");
+        } else if (t->second.violations == 0) {
+          std::printf(" 0 |");
+        } else {
+          std::printf(" %llu (%.3f%%) |", static_cast<unsigned long long>(t->second.violations),
+                      100.0 * static_cast<double>(t->second.violations) /
+                          static_cast<double>(t->second.checked));
+        }
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  }
+
+  /// One line per case and implementation: the median value; for a peer, ours / it (median of
+  /// the rounds, lowest, highest, rounds); the FIFO violations and values checked (empty where
+  /// the case does not check).
   void write_csv() const {
     if (opts().csv.empty()) {
       return;
     }
     std::ofstream out(opts().csv);
     out << context("# ");
-    out << "case,implementation,value,metric\n";
+    out << "case,implementation,value,metric,ours_vs_this,ours_vs_this_low,ours_vs_this_high,"
+           "rounds,fifo_violations,fifo_checked\n";
+    const auto& tallies = fifo_tallies();
     for (const auto& g : order_) {
-      for (const auto& kv : rows_.at(g)) {
-        out << g << ',' << kv.first << ',' << kv.second << ',' << metric_ << '\n';
+      const auto& row = rows_.at(g);
+      for (const auto& kv : row) {
+        out << g << ',' << kv.first << ',' << median(kv.second) << ',' << metric_ << ',';
+        const ratio_summary r = ratio(row, kv.first);
+        if (r.rounds > 0) {
+          out << r.median << ',' << r.low << ',' << r.high << ',' << r.rounds;
+        } else {
+          out << ",,," << kv.second.size();
+        }
+        const auto t = tallies.find(names_.at(g).at(kv.first));
+        if (t != tallies.end()) {
+          out << ',' << t->second.violations << ',' << t->second.checked;
+        } else {
+          out << ",,";
+        }
+        out << '\n';
       }
     }
   }
@@ -604,7 +864,8 @@ private:
   std::string metric_ = "items/s";
   std::vector<std::string> order_;
   std::vector<std::string> impls_;
-  std::map<std::string, std::map<std::string, double>> rows_;
+  std::map<std::string, std::map<std::string, std::vector<double>>> rows_; // value per round
+  std::map<std::string, std::map<std::string, std::string>> names_;        // benchmark names
 };
 
 /// main() of every scenario binary: our flags, Google Benchmark's flags, the registrations, the
@@ -619,6 +880,7 @@ int run_main(int argc, char** argv, Register register_all) {
   std::printf("%sasync bench: %llu items per iteration\n", context("").c_str(),
               static_cast<unsigned long long>(opts().items));
   register_all();
+  register_rounds();
   table_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

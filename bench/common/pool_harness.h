@@ -120,9 +120,8 @@ void register_pool_post(bool vary_workers = true) {
   for (int submitters : {1, 4}) {
     for (int w : vary_workers ? worker_counts() : std::vector<int>{opts().threads}) {
       const std::string params = "w:" + std::to_string(w) + "/s:" + std::to_string(submitters);
-      configure(benchmark::RegisterBenchmark(
-          bench_name("pool_post", params, Pool::name()).c_str(),
-          [w, submitters](benchmark::State& st) { pool_post<Pool>(st, w, submitters); }));
+      add_case(bench_name("pool_post", params, Pool::name()),
+               [w, submitters](benchmark::State& st) { pool_post<Pool>(st, w, submitters); });
     }
   }
 }
@@ -131,9 +130,8 @@ template <typename Pool>
 void register_pool_chain(int roots) {
   for (int w : worker_counts()) {
     const std::string params = "w:" + std::to_string(w) + "/roots:" + std::to_string(roots);
-    configure(benchmark::RegisterBenchmark(
-        bench_name("pool_chain", params, Pool::name()).c_str(),
-        [w, roots](benchmark::State& st) { pool_chain<Pool>(st, w, roots); }));
+    add_case(bench_name("pool_chain", params, Pool::name()),
+             [w, roots](benchmark::State& st) { pool_chain<Pool>(st, w, roots); });
   }
 }
 

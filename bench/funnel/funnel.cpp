@@ -15,9 +15,8 @@ void register_funnel(const std::vector<std::size_t>& capacities) {
   for (std::size_t cap : capacities) {
     const std::string params =
         funnel_shape.name() + "/" + (cap ? "cap:" + std::to_string(cap) : "unbounded");
-    configure(benchmark::RegisterBenchmark(
-        bench_name("funnel", params, Adapter::name()).c_str(),
-        [cap](benchmark::State& st) { queue_throughput<Adapter>(st, funnel_shape, cap); }));
+    add_case(bench_name("funnel", params, Adapter::name()),
+             [cap](benchmark::State& st) { queue_throughput<Adapter>(st, funnel_shape, cap); });
   }
 }
 

@@ -8,6 +8,9 @@
 // The pool is async::threadpool with N workers for every queue: the queue is the variable. A pin
 // is an actor: a sender enqueues, then schedules the pin's drain task unless it is scheduled
 // already. Verified: every ball finishes exactly once, and the pins handled balls x H messages.
+// Per-producer FIFO is checked too: a message carries its sending thread and that thread's
+// sequence number towards the pin, and each thread that takes messages from a pin counts those
+// older than the previous one it took from the same sender there.
 #include "adapters/async_threadpool.h"
 #include "adapters/queues.h"
 
@@ -17,8 +20,18 @@ namespace async_bench {
 
 constexpr int pins_per_rig = 13;
 constexpr int rigs = 61;
-constexpr int ball_bits = 24; // the low bits of a message: the ball's number + 1 (never 0)
+// A message, from the low bits up: the ball's number + 1 (never 0), the hops it has left, the
+// sender's sequence number towards this pin (modulo 2^22), the sending thread (0: the setup).
+constexpr int ball_bits = 16;
+constexpr int hop_bits = 20;
+constexpr int seq_bits = 22;
+constexpr int sender_bits = 6;
 constexpr std::uint64_t ball_mask = (std::uint64_t(1) << ball_bits) - 1;
+constexpr std::uint64_t hop_mask = (std::uint64_t(1) << hop_bits) - 1;
+constexpr std::uint64_t seq_mask = (std::uint64_t(1) << seq_bits) - 1;
+constexpr int max_senders = 1 << sender_bits;
+static_assert(ball_bits + hop_bits + seq_bits + sender_bits == 64, "a message is one word");
+static_assert(rigs * 241 < (1 << ball_bits) - 1, "the largest sweep's balls fit");
 
 /// A well-mixed 64-bit hash (the splitmix64 finaliser): where a ball goes next depends only on
 /// the ball and its hop count, so no task shares a random generator with another.
@@ -62,11 +75,15 @@ public:
       // Ball b belongs to rig b / balls_per_rig; a rig's balls are spread over its pins.
       const std::size_t rig = b / static_cast<std::size_t>(balls_per_rig);
       const std::size_t local = b % static_cast<std::size_t>(balls_per_rig);
-      pin& first = pins_[rig * pins_per_rig + local % pins_per_rig];
-      Adapter::push(*first.q, message(b, hops_));
+      const std::size_t to = rig * pins_per_rig + local % pins_per_rig;
+      pin& first = pins_[to];
+      Adapter::push(*first.q, message(b, hops_, to));
       first.scheduled.store(true, std::memory_order_relaxed); // its drain task comes in start()
     }
   }
+
+  /// Messages taken after a newer one of the same sender by the same thread from the same pin.
+  std::uint64_t fifo_violations() const { return violations_.load(std::memory_order_relaxed); }
 
   /// Posts a drain task for every pin that holds a ball. The future of done() is ready when the
   /// last ball has made its last hop.
@@ -115,8 +132,49 @@ private:
     void operator()() const { self->drain(pin); }
   };
 
-  static std::uint64_t message(std::size_t ball, std::uint64_t hops_left) {
-    return hops_left << ball_bits | (static_cast<std::uint64_t>(ball) + 1);
+  /// What one thread knows of this board: its sender number, its next sequence number towards
+  /// each pin, and the last sequence number it took from each (pin, sender). Created on the
+  /// thread's first message of this board (the pool's threads live one board long).
+  struct thread_view {
+    std::uint64_t board = 0; // serial of the board it belongs to
+    int sender = 0;
+    std::vector<std::uint32_t> sent;  // by pin
+    std::vector<std::uint32_t> taken; // by pin * max_senders + sender
+  };
+
+  thread_view& view() {
+    static thread_local thread_view v;
+    if (v.board != serial_) {
+      v.board = serial_;
+      v.sender = next_sender_.fetch_add(1, std::memory_order_relaxed);
+      v.sent.assign(pins_.size(), 0);
+      v.taken.assign(pins_.size() * max_senders, 0);
+    }
+    return v;
+  }
+
+  std::uint64_t message(std::size_t ball, std::uint64_t hops_left, std::size_t to) {
+    thread_view& v = view();
+    const auto sender = static_cast<std::uint64_t>(std::min(v.sender, max_senders - 1));
+    const std::uint64_t seq = ++v.sent[to] & seq_mask;
+    return sender << (ball_bits + hop_bits + seq_bits) | seq << (ball_bits + hop_bits) |
+           hops_left << ball_bits | (static_cast<std::uint64_t>(ball) + 1);
+  }
+
+  /// Counts m as a violation if its sender's previous message taken here by this thread was
+  /// newer (sequence numbers compared modulo 2^22). Senders beyond 63 share number 63 and are
+  /// not checked.
+  void check_order(std::size_t at, std::uint64_t m) {
+    const auto sender = static_cast<std::size_t>(m >> (ball_bits + hop_bits + seq_bits));
+    if (sender == max_senders - 1) {
+      return;
+    }
+    const auto seq = static_cast<std::uint32_t>((m >> (ball_bits + hop_bits)) & seq_mask);
+    std::uint32_t& last = view().taken[at * max_senders + sender];
+    if (((seq - last) & seq_mask) >= (seq_mask + 1) / 2) {
+      violations_.fetch_add(1, std::memory_order_relaxed);
+    }
+    last = seq;
   }
 
   void send(std::size_t to, std::uint64_t m) {
@@ -131,16 +189,19 @@ private:
   }
 
   void handle(std::size_t at, std::uint64_t m) {
-    const std::uint64_t hops_left = m >> ball_bits;
+    const std::uint64_t hops_left = (m >> ball_bits) & hop_mask;
     const std::uint64_t number = (m & ball_mask) - 1;
     if (number >= balls_ || hops_left == 0) {
       broken(Adapter::name(), "a corrupt message " + std::to_string(m));
     }
+    check_order(at, m);
     if (hops_left > 1) {
       const std::size_t rig = at / pins_per_rig;
-      const std::size_t offset = 1 + mix(m) % (pins_per_rig - 1); // never the same pin
+      // Where a ball goes depends on the ball and its hops only (not on who sent it).
+      const std::size_t offset =
+          1 + mix(m & (ball_mask | hop_mask << ball_bits)) % (pins_per_rig - 1); // never here
       const std::size_t to = rig * pins_per_rig + (at % pins_per_rig + offset) % pins_per_rig;
-      send(to, message(static_cast<std::size_t>(number), hops_left - 1));
+      send(to, message(static_cast<std::size_t>(number), hops_left - 1, to));
       return;
     }
     if (finished_[number].exchange(1, std::memory_order_relaxed) != 0) {
@@ -182,12 +243,21 @@ private:
   std::unique_ptr<std::atomic<std::uint8_t>[]> finished_;
   std::atomic<std::size_t> left_;
   std::promise<void> all_done_;
+  const std::uint64_t serial_ = next_serial();
+  std::atomic<int> next_sender_{0};
+  std::atomic<std::uint64_t> violations_{0};
+
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> serial{0};
+    return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 template <typename Adapter>
 void pinball(benchmark::State& state, int balls_per_rig) {
-  const std::uint64_t hops =
-      std::max<std::uint64_t>(1, opts().items / static_cast<std::uint64_t>(rigs * balls_per_rig));
+  const std::uint64_t hops = std::min<std::uint64_t>(
+      hop_mask,
+      std::max<std::uint64_t>(1, opts().items / static_cast<std::uint64_t>(rigs * balls_per_rig)));
   std::uint64_t messages = 0;
   for (auto _ : state) {
     // The pool outlives the board's tasks and the board outlives the pool: the pool is created
@@ -210,6 +280,9 @@ void pinball(benchmark::State& state, int balls_per_rig) {
       return;
     }
     messages = b.messages();
+    fifo_tally& tally = fifo_tallies()[current_case()];
+    tally.violations += b.fifo_violations();
+    tally.checked += messages;
     state.counters["ns_per_message"] = seconds * 1e9 / static_cast<double>(messages);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * messages));
@@ -219,14 +292,37 @@ void pinball(benchmark::State& state, int balls_per_rig) {
 template <typename Adapter>
 void register_pinball() {
   for (int balls : {1, 7, 41, 241}) {
-    configure(benchmark::RegisterBenchmark(
-        bench_name("pinball", "balls:" + std::to_string(balls), Adapter::name()).c_str(),
-        [balls](benchmark::State& st) { pinball<Adapter>(st, balls); }));
+    add_case(bench_name("pinball", "balls:" + std::to_string(balls), Adapter::name()),
+             [balls](benchmark::State& st) { pinball<Adapter>(st, balls); });
   }
 }
 
 } // namespace async_bench
 
+#if ASYNC_BENCH_PINBALL_SELFTEST
+// The harness's test of this scenario's FIFO check (bench-smoke.pinball_selftest): a FIFO stand-in
+// queue must show no violation, one that swaps every other pair must show some.
+#include "../selftest/deque_adapters.h"
+
+int main(int argc, char** argv) {
+  using namespace async_bench;
+  const int status = run_main(argc, argv, [] {
+    register_pinball<deque_adapter<false>>();
+    register_pinball<deque_adapter<true>>();
+  });
+  std::uint64_t fifo_violations = 0;
+  std::uint64_t swapped_violations = 0;
+  for (const auto& kv : fifo_tallies()) {
+    (kv.first.find("swapping") != std::string::npos ? swapped_violations : fifo_violations) +=
+        kv.second.violations;
+  }
+  std::printf("pinball selftest: FIFO stand-in %llu violations (expected 0), swapping stand-in "
+              "%llu (expected some)\n",
+              static_cast<unsigned long long>(fifo_violations),
+              static_cast<unsigned long long>(swapped_violations));
+  return status != 0 || fifo_violations != 0 || swapped_violations == 0 ? 1 : 0;
+}
+#else
 int main(int argc, char** argv) {
   using namespace async_bench;
   return run_main(argc, argv, [] {
@@ -238,3 +334,4 @@ int main(int argc, char** argv) {
     });
   });
 }
+#endif
