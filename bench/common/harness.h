@@ -582,11 +582,10 @@ inline std::string context(const char* prefix) {
   out += std::string(prefix) + "compiler: g++ " __VERSION__ "\n";
 #endif
   // What the library chose for this target: where ARM boards and x86 differ.
-  std::atomic<std::uint64_t> word{0};
   out += std::string(prefix) + "platform: " ASYNC_ARCH_NAME ", cache line " +
          std::to_string(async::detail::cache_line_size) + " bytes, spin hint " +
          async::detail::cpu_pause_name() + ", 64-bit atomics " +
-         (word.is_lock_free() ? "lock-free" : "NOT lock-free") + "\n";
+         (std::atomic<std::uint64_t>::is_always_lock_free ? "lock-free" : "NOT lock-free") + "\n";
   out += std::string(prefix) + "flags: " ASYNC_BENCH_FLAGS "\n";
   out += std::string(prefix) + "commit: " ASYNC_BENCH_COMMIT "\n";
   return out;
