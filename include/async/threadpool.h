@@ -390,6 +390,8 @@ private:
   // parked watcher looks at the slots at most (its period doubles from stale_after() while
   // chains keep running, up to this).
   static constexpr unsigned steal_turn = 8;
+  // At most this many outside posts move to a worker's local queue at a time (take_batch).
+  static constexpr std::size_t batch_max = 16;
   static constexpr std::chrono::microseconds stale_after() { return std::chrono::microseconds(50); }
   static constexpr std::chrono::microseconds watch_period_max() {
     return std::chrono::microseconds(500);
@@ -670,10 +672,44 @@ private:
     if (!injection_.empty()) {
       out = std::move(injection_.front());
       injection_.pop_front();
-      queued_.fetch_sub(1, std::memory_order_relaxed);
+      const std::size_t batch = self != nullptr ? take_batch(*self) : 0;
+      queued_.fetch_sub(1 + batch, std::memory_order_relaxed);
       return true;
     }
     return !steal_first && steal(self, out);
+  }
+
+  // mutex_ held, a task just taken from injection_: when the outside posts queue up deeper than
+  // 2 x batch_max, moves this worker's share of them (at most batch_max) into its local queue,
+  // so that it takes them without the pool's lock, which the posters need. The oldest of them
+  // ends up newest, so the owner runs them in post order; idle workers steal from there as
+  // from any local queue (each of these tasks woke a parked worker when it was posted, and a
+  // worker parks only after finding every local queue empty). Returns how many moved. If
+  // memory runs out, what was not moved stays queued here.
+  std::size_t take_batch(worker& self) {
+    // Only with a deep queue and every other worker busy: a spinning worker watches injection_
+    // alone (queued_) and would not see a batch until it stops spinning, while the batch's
+    // owner runs it one task after the other.
+    if (injection_.size() < 2 * batch_max || self.retire.load(std::memory_order_relaxed) ||
+        spinning_.load(std::memory_order_relaxed) != 0 || idle_.sleepers() != 0) {
+      return 0;
+    }
+    const std::size_t share = injection_.size() / std::max<std::size_t>(1, active_.size());
+    const std::size_t n = share < batch_max ? share : batch_max;
+    auto lock = self.local.lock();
+    std::deque<detail::task>& local = self.local.tasks(lock);
+    std::size_t k = n;
+    try {
+      for (; k > 0; --k) {
+        local.push_back(std::move(injection_[k - 1])); // leaves injection_ as it was on throw
+      }
+    } catch (...) {
+      // Tasks k .. n-1 moved: only their shells are left to remove.
+    }
+    injection_.erase(injection_.begin() + static_cast<std::ptrdiff_t>(k),
+                     injection_.begin() + static_cast<std::ptrdiff_t>(n));
+    ASYNC_PERTURB(); // moved to the local queue, the pool's lock held
+    return n - k;
   }
 
   // mutex_ held, nothing found, spinning done: sleeps until a post wakes us. While a task waits
@@ -756,6 +792,24 @@ private:
   // parked until a post wakes it. False when the worker is to retire: `lock` then holds mutex_.
   bool next_task(worker& self, detail::task& t, std::unique_lock<std::mutex>& lock) {
     detail::backoff spin;
+    // Counted in spinning_ while it watches for outside posts (take_batch's hint).
+    struct spin_count {
+      std::atomic<std::size_t>& count;
+      bool on;
+      void start() {
+        if (!on) {
+          count.fetch_add(1, std::memory_order_relaxed);
+          on = true;
+        }
+      }
+      void stop() {
+        if (on) {
+          count.fetch_sub(1, std::memory_order_relaxed);
+          on = false;
+        }
+      }
+      ~spin_count() { stop(); }
+    } spinning{spinning_, false};
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_.
@@ -767,10 +821,12 @@ private:
       bool spun = false;
       if (queued_.load(std::memory_order_relaxed) == 0 &&
           !self.retire.load(std::memory_order_relaxed)) {
+        spinning.start();
         if (spin.wait()) {
           continue;
         }
         spun = true;
+        spinning.stop(); // parked next if nothing turns up, and then counted as a sleeper
       }
       lock.lock();
       if (self.retire.load(std::memory_order_relaxed)) {
@@ -940,9 +996,10 @@ private:
   std::shared_ptr<exception_handler> handler_;    // for execute(); null: std::terminate
   // Written under mutex_ or by workers; read without it by observers and submit().
   std::atomic<std::size_t> size_{0};
-  detail::idle_workers idle_;           // workers with nothing to do (parked on mutex_)
-  std::atomic<std::size_t> pending_{0}; // tasks posted and not yet finished
-  std::atomic<std::size_t> queued_{0};  // tasks in injection_ (a hint for spinning workers)
+  detail::idle_workers idle_;            // workers with nothing to do (parked on mutex_)
+  std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
+  std::atomic<std::size_t> queued_{0};   // tasks in injection_ (a hint for spinning workers)
+  std::atomic<std::size_t> spinning_{0}; // workers watching queued_ (a hint for take_batch)
 };
 
 } // namespace async

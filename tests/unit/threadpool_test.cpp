@@ -355,6 +355,49 @@ TEST_CASE("a paused pool queues posts and runs them once resized", "[threadpool]
   CHECK(f.get() == 8);
 }
 
+TEST_CASE("one worker runs outside posts in post order (batches too)", "[threadpool]") {
+  // A worker moves a share of the queued outside posts to its own queue at once (take_batch):
+  // they must still run oldest first. 100 posts wait in a paused pool, then one worker starts.
+  threadpool pool(0);
+  std::vector<int> order;
+  std::vector<std::future<void>> done;
+  for (int i = 0; i < 100; ++i) {
+    done.push_back(pool.post([&order, i] { order.push_back(i); })); // one worker: no race
+  }
+  pool.configurepool(1);
+  for (auto& f : done) {
+    f.get();
+  }
+  REQUIRE(order.size() == 100);
+  for (int i = 0; i < 100; ++i) {
+    CHECK(order[static_cast<std::size_t>(i)] == i);
+  }
+}
+
+TEST_CASE("a batch taken by a blocked worker is run by the other worker", "[threadpool]") {
+  // The first task waits for the second. A worker that takes the first task also moves a batch
+  // of the next ones (the second among them) into its own queue, then blocks: the other worker
+  // must find the second task there. (A batch that only its owner could run would deadlock.)
+  // 2 workers, 42 posts (batches are taken from 32 queued on): whichever worker starts first
+  // takes the first task and 16 more.
+  for (int round = 0; round < 20; ++round) {
+    threadpool pool(0);
+    std::promise<void> second_ran;
+    std::shared_future<void> second = second_ran.get_future().share();
+    auto first = pool.post([second] { return second.wait_for(10s) == std::future_status::ready; });
+    pool.execute([&second_ran] { second_ran.set_value(); });
+    std::vector<std::future<void>> others;
+    for (int i = 0; i < 40; ++i) {
+      others.push_back(pool.post([] {}));
+    }
+    pool.configurepool(2);
+    REQUIRE(first.get());
+    for (auto& f : others) {
+      f.get();
+    }
+  }
+}
+
 TEST_CASE("a paused pool's destructor runs what is queued", "[threadpool]") {
   std::atomic<int> ran{0};
   std::future<int> f;
