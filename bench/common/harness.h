@@ -817,7 +817,7 @@ private:
         } else if (t->second.violations == 0) {
           std::printf(" 0 |");
         } else {
-          std::printf(" %llu (%.3f%%) |", static_cast<unsigned long long>(t->second.violations),
+          std::printf(" %llu (%.2g%%) |", static_cast<unsigned long long>(t->second.violations),
                       100.0 * static_cast<double>(t->second.violations) /
                           static_cast<double>(t->second.checked));
         }
