@@ -688,10 +688,10 @@ private:
   // memory runs out, what was not moved stays queued here.
   std::size_t take_batch(worker& self) {
     // Only with a deep queue and every other worker busy: a spinning worker watches injection_
-    // alone (queued_) and would not see a batch until it stops spinning, while the batch's
-    // owner runs it one task after the other.
-    if (injection_.size() < 2 * batch_max || self.retire.load(std::memory_order_relaxed) ||
-        spinning_.load(std::memory_order_relaxed) != 0 || idle_.sleepers() != 0) {
+    // alone (queued_), and idles while the batch's owner runs it one task after the other. (No
+    // retiree gets here: its callers check `retire` under the same hold of mutex_.)
+    if (injection_.size() < 2 * batch_max || spinning_.load(std::memory_order_relaxed) != 0 ||
+        idle_.sleepers() != 0) {
       return 0;
     }
     const std::size_t share = injection_.size() / std::max<std::size_t>(1, active_.size());
