@@ -24,12 +24,12 @@ inline std::vector<int> worker_counts() {
   return out;
 }
 
-template <typename Pool>
-void pool_post(benchmark::State& state, int workers, int submitters) {
-  constexpr std::uint64_t batch = 16;
-  const std::uint64_t per_submitter =
-      std::max<std::uint64_t>(batch, opts().items / 16 / static_cast<std::uint64_t>(submitters)) /
-      batch * batch;
+/// The frame of the post + future scenarios: S submitter threads each run `submit(pool, start)`,
+/// which waits at the start line, posts tasks returning 1 .. per_submitter and returns the sum
+/// of their results; the total is checked, and the time per task reported.
+template <typename Pool, typename Submit>
+void measure_posts(benchmark::State& state, const char* scenario, int workers, int submitters,
+                   std::uint64_t per_submitter, Submit submit) {
   const std::uint64_t total = per_submitter * static_cast<std::uint64_t>(submitters);
   for (auto _ : state) {
     Pool pool(workers);
@@ -39,37 +39,51 @@ void pool_post(benchmark::State& state, int workers, int submitters) {
     for (int s = 0; s < submitters; ++s) {
       threads.emplace_back([&, s] {
         pin_thread(s);
-        start.wait();
-        auto make_task = [](std::uint64_t v) { return [v] { return v; }; };
-        using future_t = decltype(pool.post(make_task(0)));
-        std::vector<future_t> futures;
-        futures.reserve(batch);
-        std::uint64_t sum = 0;
-        for (std::uint64_t i = 0; i < per_submitter; i += batch) {
-          for (std::uint64_t k = 0; k < batch; ++k) {
-            const std::uint64_t v = i + k + 1;
-            futures.push_back(pool.post(make_task(v)));
-          }
-          for (auto& f : futures) {
-            sum += f.get();
-          }
-          futures.clear();
-        }
-        sums[static_cast<std::size_t>(s)] = sum;
+        sums[static_cast<std::size_t>(s)] = submit(pool, start);
       });
     }
     const double seconds = start.open_and_join(threads);
     state.SetIterationTime(seconds);
     const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
-    const std::uint64_t expected =
-        static_cast<std::uint64_t>(submitters) * per_submitter * (per_submitter + 1) / 2;
-    if (sum != expected) {
-      fail(state, std::string(Pool::name()) + " pool_post: wrong sum");
+    if (sum != static_cast<std::uint64_t>(submitters) * per_submitter * (per_submitter + 1) / 2) {
+      fail(state, std::string(Pool::name()) + " " + scenario + ": wrong sum");
       return;
     }
     state.counters["ns_per_task"] = seconds * 1e9 / static_cast<double>(total);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
+}
+
+/// A task returning v.
+inline auto value_task(std::uint64_t v) {
+  return [v] { return v; };
+}
+
+/// pool_post: each submitter posts 16 tasks, then gets their 16 results, and again.
+template <typename Pool>
+void pool_post(benchmark::State& state, int workers, int submitters) {
+  constexpr std::uint64_t batch = 16;
+  const std::uint64_t per_submitter =
+      std::max<std::uint64_t>(batch, opts().items / 16 / static_cast<std::uint64_t>(submitters)) /
+      batch * batch;
+  measure_posts<Pool>(state, "pool_post", workers, submitters, per_submitter,
+                      [per_submitter](Pool& pool, start_line& start) {
+                        using future_t = decltype(pool.post(value_task(0)));
+                        std::vector<future_t> futures;
+                        futures.reserve(batch);
+                        start.wait();
+                        std::uint64_t sum = 0;
+                        for (std::uint64_t i = 0; i < per_submitter; i += batch) {
+                          for (std::uint64_t k = 0; k < batch; ++k) {
+                            futures.push_back(pool.post(value_task(i + k + 1)));
+                          }
+                          for (auto& f : futures) {
+                            sum += f.get();
+                          }
+                          futures.clear();
+                        }
+                        return sum;
+                      });
 }
 
 template <typename Pool>
@@ -123,44 +137,25 @@ template <typename Pool>
 void pool_window_post(benchmark::State& state, int workers, int submitters, std::size_t window) {
   const std::uint64_t per_submitter =
       std::max<std::uint64_t>(window, opts().items / static_cast<std::uint64_t>(submitters));
-  const std::uint64_t total = per_submitter * static_cast<std::uint64_t>(submitters);
-  for (auto _ : state) {
-    Pool pool(workers);
-    start_line start;
-    std::vector<std::uint64_t> sums(static_cast<std::size_t>(submitters), 0);
-    std::vector<std::thread> threads;
-    for (int s = 0; s < submitters; ++s) {
-      threads.emplace_back([&, s] {
-        pin_thread(s);
-        auto make_task = [](std::uint64_t v) { return [v] { return v; }; };
-        using future_t = decltype(pool.post(make_task(0)));
-        std::vector<future_t> ring(window);
-        start.wait();
-        std::uint64_t sum = 0;
-        for (std::uint64_t i = 0; i < per_submitter; ++i) {
-          future_t& slot = ring[static_cast<std::size_t>(i % window)];
-          if (i >= window) {
-            sum += slot.get();
-          }
-          slot = pool.post(make_task(i + 1));
-        }
-        for (std::uint64_t i = per_submitter > window ? per_submitter - window : 0;
-             i < per_submitter; ++i) {
-          sum += ring[static_cast<std::size_t>(i % window)].get();
-        }
-        sums[static_cast<std::size_t>(s)] = sum;
-      });
-    }
-    const double seconds = start.open_and_join(threads);
-    state.SetIterationTime(seconds);
-    const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
-    if (sum != static_cast<std::uint64_t>(submitters) * per_submitter * (per_submitter + 1) / 2) {
-      fail(state, std::string(Pool::name()) + " pool_window_post: wrong sum");
-      return;
-    }
-    state.counters["ns_per_task"] = seconds * 1e9 / static_cast<double>(total);
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
+  measure_posts<Pool>(state, "pool_window_post", workers, submitters, per_submitter,
+                      [per_submitter, window](Pool& pool, start_line& start) {
+                        using future_t = decltype(pool.post(value_task(0)));
+                        std::vector<future_t> ring(window);
+                        start.wait();
+                        std::uint64_t sum = 0;
+                        for (std::uint64_t i = 0; i < per_submitter; ++i) {
+                          future_t& slot = ring[static_cast<std::size_t>(i % window)];
+                          if (i >= window) {
+                            sum += slot.get();
+                          }
+                          slot = pool.post(value_task(i + 1));
+                        }
+                        for (std::uint64_t i = per_submitter > window ? per_submitter - window : 0;
+                             i < per_submitter; ++i) {
+                          sum += ring[static_cast<std::size_t>(i % window)].get();
+                        }
+                        return sum;
+                      });
 }
 
 /// One submitter's tasks report here (a line of its own: the workers update it, its submitter
