@@ -7,6 +7,7 @@
 #include "detail/cache.h"
 #include "detail/perturb.h"
 #include "detail/relocate.h"
+#include "detail/ring_layout.h"
 #include "detail/slot.h"
 #include "detail/traits.h"
 #include "detail/turn.h"
@@ -35,7 +36,8 @@ struct bounded_traits {
   static constexpr bool NOEXCEPT_CHECK = false;
 
   /// The false-sharing granule in bytes (a power of two). The head and tail counters are kept
-  /// this far apart, and consecutive tickets are spread over different lines of this size.
+  /// this far apart, and consecutive tickets are spread over different lines of this size
+  /// (in blocks of 16 lines, so that a line comes back 16 tickets later).
   static constexpr std::size_t CachelineSize = detail::cache_line_size;
 
   /// How many times a blocking call executes the pause instruction while it waits for its
@@ -78,8 +80,9 @@ struct bounded_traits {
 ///     its slot.
 ///   - close() makes the queue refuse new elements while consumers drain the rest.
 ///
-/// Memory: capacity x (8 + sizeof(T), rounded up to alignof(T)) bytes for the ring, plus 8
-/// bytes per slot used only by close(), plus ~4 cache lines for the counters.
+/// Memory: capacity x (8 + sizeof(T), rounded up to alignof(T)) bytes for the ring (a
+/// capacity that is not a multiple of 16 lines' worth of slots is padded by less than that),
+/// plus 8 bytes per slot used only by close(), plus ~4 cache lines for the counters.
 ///
 /// When not to use: for an unbounded queue use async::queue; for one producer and one consumer
 /// a single-producer single-consumer ring is cheaper (no fetch_add on shared counters).
@@ -132,11 +135,10 @@ public:
   explicit bounded_queue(std::size_t capacity) : bounded_queue(capacity, detail::first_ticket{0}) {}
 
   /// Test seam: both counters start at `start.value`. Not part of the API.
-  bounded_queue(std::size_t capacity, detail::first_ticket start) : capacity_(capacity) {
-    if (capacity == 0) {
-      throw std::invalid_argument("async::bounded_queue: capacity must be at least 1");
-    }
-    layout_ring();
+  bounded_queue(std::size_t capacity, detail::first_ticket start)
+      : capacity_(checked_capacity(capacity)), layout_(capacity_, slots_per_line),
+        ring_slots_(layout_.slots()), pow2_((capacity_ & (capacity_ - 1)) == 0),
+        mask_(capacity_ - 1) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
     abandoned_ = static_cast<atom<std::uint64_t>*>(
@@ -382,40 +384,18 @@ private:
     return ticket * 8 + state;
   }
 
-  // Slots per cache line and the transposition that sends consecutive tickets to different
-  // lines: logical index i = q * lines + r lives at physical r * per_line + q. Two producers
-  // (or consumers) holding neighbouring tickets then write different lines.
-  void layout_ring() noexcept {
-    std::size_t per_line = 1;
-    while (per_line * 2 * sizeof(slot) <= line_size) {
-      per_line *= 2;
+  static std::size_t checked_capacity(std::size_t capacity) {
+    if (capacity == 0) {
+      throw std::invalid_argument("async::bounded_queue: capacity must be at least 1");
     }
-    if (per_line > capacity_) {
-      per_line = 1; // a ring shorter than a line: nothing to spread
-    }
-    per_line_ = per_line;
-    lines_ = (capacity_ + per_line - 1) / per_line;
-    ring_slots_ = lines_ * per_line;
-    pow2_ = (capacity_ & (capacity_ - 1)) == 0;
-    mask_ = capacity_ - 1;
-    per_line_shift_ = log2_of(per_line_);
-    lines_shift_ = pow2_ ? log2_of(lines_) : 0;
+    return capacity;
   }
 
-  static unsigned log2_of(std::size_t x) noexcept {
-    unsigned n = 0;
-    while ((std::size_t(1) << n) < x) {
-      ++n;
-    }
-    return n;
-  }
+  // Slots per cache line (a power of two): detail::ring_layout sends consecutive tickets to
+  // different lines, in blocks of a few lines (see there).
+  static constexpr std::size_t slots_per_line = detail::slots_per_line(sizeof(slot), line_size);
 
-  std::size_t physical_index(std::size_t i) const noexcept {
-    if (pow2_) {
-      return ((i & (lines_ - 1)) << per_line_shift_) | (i >> lines_shift_);
-    }
-    return (i % lines_) * per_line_ + i / lines_;
-  }
+  std::size_t physical_index(std::size_t i) const noexcept { return layout_.physical(i); }
 
   std::size_t logical_index(std::uint64_t ticket) const noexcept {
     return pow2_ ? static_cast<std::size_t>(ticket & mask_)
@@ -656,15 +636,12 @@ private:
   // ---- data -----------------------------------------------------------------------------------
   // Written by the constructor only (read by every thread):
   std::size_t capacity_;
+  detail::ring_layout layout_;
+  std::size_t ring_slots_;
+  bool pow2_;
+  std::uint64_t mask_;
   slot* ring_ = nullptr;
   atom<std::uint64_t>* abandoned_ = nullptr; // per logical slot; written after close()
-  std::size_t per_line_ = 1;
-  std::size_t lines_ = 1;
-  std::size_t ring_slots_ = 0;
-  std::uint64_t mask_ = 0;
-  unsigned per_line_shift_ = 0;
-  unsigned lines_shift_ = 0;
-  bool pow2_ = true;
   // Written once by close(); read on the producers' path (a line that stays shared).
   atom<std::uint32_t> close_state_{open};
   atom<std::uint64_t> final_ticket_{0};

@@ -7,6 +7,7 @@
 
 #include "async_catch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -38,7 +39,7 @@ TEST_CASE("capacity 0 is rejected with std::invalid_argument", "[bounded_queue]"
 }
 
 TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[bounded_queue]") {
-  for (std::size_t cap : {1u, 2u, 3u, 7u, 1000u, 1024u}) {
+  for (std::size_t cap : {1u, 2u, 3u, 5u, 7u, 65u, 100u, 1000u, 1024u, 1100u}) {
     INFO("capacity " << cap);
     bounded_queue<int> q(cap);
     CHECK(q.capacity() == cap);
@@ -65,6 +66,59 @@ TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[
       REQUIRE(q.enqueue(next_in++));
       REQUIRE(q.dequeue(out));
       REQUIRE(out == next_out++);
+    }
+  }
+}
+
+TEST_CASE("the ring layout: a bijection, neighbours on different lines, lines reused soon",
+          "[bounded_queue]") {
+  using async::detail::ring_layout;
+  const std::size_t spread = 16; // the design: a line comes back within 16 lines of tickets
+  REQUIRE(std::size_t{ring_layout::max_spread} == spread);
+  std::vector<std::size_t> caps;
+  for (std::size_t c = 1; c <= 300; ++c) {
+    caps.push_back(c);
+  }
+  for (std::size_t c : {1000u, 1023u, 1024u, 1025u, 4096u, 65536u, 65537u}) {
+    caps.push_back(c);
+  }
+  for (std::size_t per_line : {1u, 2u, 4u, 8u}) {
+    for (std::size_t c : caps) {
+      INFO("capacity " << c << ", " << per_line << " slots per line");
+      const ring_layout l(c, per_line);
+      REQUIRE(l.slots() >= c);
+      REQUIRE(l.slots() < c + spread * per_line); // padding: less than one block
+      std::vector<int> used(l.slots(), 0);
+      std::size_t outside = 0;
+      std::size_t shared = 0;
+      for (std::size_t k = 0; k < c; ++k) {
+        const std::size_t p = l.physical(k);
+        outside += p < l.slots() ? 0 : 1;
+        shared += p < l.slots() && ++used[p] > 1 ? 1 : 0;
+      }
+      REQUIRE(outside == 0);
+      REQUIRE(shared == 0); // no two indices in one slot
+      if (c <= per_line) {
+        continue; // a ring of one line has nothing to spread
+      }
+      // Neighbouring indices (held at once by neighbouring tickets) are on different lines.
+      std::size_t neighbours_on_one_line = 0;
+      for (std::size_t k = 0; k + 1 < c; ++k) {
+        neighbours_on_one_line += l.line_of(l.physical(k)) == l.line_of(l.physical(k + 1)) ? 1 : 0;
+      }
+      REQUIRE(neighbours_on_one_line == 0);
+      // A block's worth of indices (`spread` lines of them) from a block's start uses only
+      // `spread` lines: a line comes back `spread` tickets later, not a whole ring later.
+      const std::size_t block = spread * per_line;
+      for (std::size_t start = 0; start + block <= c; start += block) {
+        std::vector<std::size_t> lines;
+        for (std::size_t k = start; k < start + block; ++k) {
+          lines.push_back(l.line_of(l.physical(k)));
+        }
+        std::sort(lines.begin(), lines.end());
+        lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+        REQUIRE(lines.size() == spread);
+      }
     }
   }
 }
