@@ -491,7 +491,8 @@ private:
       }
       return;
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    detail::lock_spinning_briefly(mutex_);
+    std::lock_guard<std::mutex> lock(mutex_, std::adopt_lock);
     try {
       injection_.push_back(std::move(t));
     } catch (...) {
@@ -828,7 +829,7 @@ private:
         spun = true;
         spinning.stop(); // parked next if nothing turns up, and then counted as a sleeper
       }
-      lock.lock();
+      detail::lock_spinning_briefly(lock);
       if (self.retire.load(std::memory_order_relaxed)) {
         ASYNC_PERTURB(); // retiring, the pool's lock held
         return false;

@@ -108,6 +108,21 @@ struct wait_policy {
   }
 };
 
+/// Takes `m` (a std::mutex or any Lockable), trying first for a short while without sleeping:
+/// `tries` attempts with a pause between them, then m.lock(). For locks held a few dozen
+/// instructions at a time by threads that are running: a std::mutex found taken puts its caller
+/// to sleep in the kernel at once, and its holder then pays a wake-up syscall when it unlocks.
+template <typename Lockable>
+void lock_spinning_briefly(Lockable& m, unsigned tries = 64) {
+  for (unsigned i = 0; i < tries; ++i) {
+    if (m.try_lock()) {
+      return;
+    }
+    cpu_pause();
+  }
+  m.lock();
+}
+
 /// Active waiting before a thread parks, by wait_policy: `pauses` rounds of the pause
 /// instruction, then yields (wait_policy::yields, within wait_policy::yield_window()). With
 /// pauses == 0 there is no active waiting at all: the caller parks at once. Not thread-safe
