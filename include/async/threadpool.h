@@ -8,6 +8,7 @@
 #include "detail/local_queue.h"
 #include "detail/next_slot.h"
 #include "detail/perturb.h"
+#include "detail/ring_deque.h"
 #include "detail/slot.h"
 #include "detail/task.h"
 #include "detail/wait.h"
@@ -19,7 +20,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <future>
@@ -92,7 +92,7 @@ namespace async {
 /// allocation. That is the case for a lambda with any capture that has a destructor of its own
 /// (a std::string or a std::shared_ptr included: nothing can look inside a closure), while
 /// post's arguments of those standard types (strings, vectors, smart pointers, promises) stay
-/// inline. Per worker: a thread, a deque and a mutex.
+/// inline. Per worker: a thread, a ring of tasks and a mutex.
 ///
 /// Requirements on callables: move-constructible (they are moved into the pool, and between
 /// its queues, sometimes under its locks: a move constructor must not use the pool). Their
@@ -303,7 +303,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       std::vector<detail::local_queue*> locals;
       std::vector<std::unique_lock<std::mutex>> locks;
-      std::vector<std::deque<detail::task>*> queues{&injection_};
+      std::vector<detail::ring_deque<detail::task>*> queues{&injection_};
       locals.reserve(active_.size() + retiring_.size());
       locks.reserve(active_.size() + retiring_.size());
       queues.reserve(1 + active_.size() + retiring_.size());
@@ -324,8 +324,8 @@ public:
       dropped.reserve(total);
       queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
       for (auto* queue : queues) {
-        for (auto& t : *queue) {
-          dropped.push_back(std::move(t)); // cannot throw: room was made
+        for (std::size_t i = 0; i < queue->size(); ++i) {
+          dropped.push_back(std::move((*queue)[i])); // cannot throw: room was made
         }
         queue->clear();
       }
@@ -698,19 +698,18 @@ private:
     const std::size_t share = injection_.size() / std::max<std::size_t>(1, active_.size());
     const std::size_t n = share < batch_max ? share : batch_max;
     auto lock = self.local.lock();
-    std::deque<detail::task>& local = self.local.tasks(lock);
-    std::size_t k = n;
+    detail::ring_deque<detail::task>& local = self.local.tasks(lock);
     try {
-      for (; k > 0; --k) {
-        local.push_back(std::move(injection_[k - 1])); // leaves injection_ as it was on throw
-      }
+      local.reserve(local.size() + n); // then the moves below cannot throw
     } catch (...) {
-      // Tasks k .. n-1 moved: only their shells are left to remove.
+      return 0; // out of memory: the tasks stay queued here
     }
-    injection_.erase(injection_.begin() + static_cast<std::ptrdiff_t>(k),
-                     injection_.begin() + static_cast<std::ptrdiff_t>(n));
+    for (std::size_t k = n; k > 0; --k) {
+      local.push_back(std::move(injection_[k - 1]));
+    }
+    injection_.drop_front(n);
     ASYNC_PERTURB(); // moved to the local queue, the pool's lock held
-    return n - k;
+    return n;
   }
 
   // mutex_ held, nothing found, spinning done: sleeps until a post wakes us. While a task waits
@@ -857,14 +856,15 @@ private:
     current_pool() = nullptr;
     current_worker() = nullptr;
     std::unique_lock<std::mutex> local_lock = self.local.lock();
-    std::deque<detail::task>& mine = self.local.tasks(local_lock);
+    detail::ring_deque<detail::task>& mine = self.local.tasks(local_lock);
     if (!mine.empty()) {
       queued_.fetch_add(mine.size(), std::memory_order_relaxed);
       if (injection_.empty()) {
         injection_.swap(mine); // no allocation
       } else {
-        for (auto& task : mine) {
-          injection_.push_back(std::move(task));
+        injection_.reserve(injection_.size() + mine.size()); // then the moves cannot throw
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+          injection_.push_back(std::move(mine[i]));
         }
         mine.clear();
       }
@@ -991,7 +991,7 @@ private:
   // ---- data -----------------------------------------------------------------------------------
   mutable std::mutex mutex_;                      // guards everything below that is not atomic
   std::condition_variable idle_cv_;               // wait_idle and the destructor wait here
-  std::deque<detail::task> injection_;            // tasks posted from outside the pool
+  detail::ring_deque<detail::task> injection_;    // tasks posted from outside the pool
   std::vector<std::unique_ptr<worker>> active_;   // the current workers
   std::vector<std::unique_ptr<worker>> retiring_; // retired, not yet joined
   std::shared_ptr<exception_handler> handler_;    // for execute(); null: std::terminate

@@ -9,16 +9,16 @@
 
 #include "config.h"
 
+#include "ring_deque.h"
 #include "task.h"
 
-#include <deque>
 #include <mutex>
 #include <utility>
 
 namespace async {
 namespace detail {
 
-/// A mutex and a deque of tasks. Thread-safe.
+/// A mutex and a ring of tasks. Thread-safe.
 class local_queue {
 public:
   /// Owner: appends t. Throws std::bad_alloc (nothing appended, t untouched) when memory runs
@@ -57,16 +57,16 @@ public:
   }
 
   /// The queue's lock, for a caller that must see several queues at one moment; tasks() is
-  /// its view of the deque while it holds the lock.
+  /// its view of the ring while it holds the lock.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
-  std::deque<task>& tasks(const std::unique_lock<std::mutex>& held) noexcept {
+  ring_deque<task>& tasks(const std::unique_lock<std::mutex>& held) noexcept {
     static_cast<void>(held);
     return tasks_;
   }
 
 private:
   std::mutex mutex_;
-  std::deque<task> tasks_;
+  ring_deque<task> tasks_;
 };
 
 } // namespace detail
