@@ -261,6 +261,11 @@ public:
     join_retired();
   }
 
+  /// Whether the calling thread runs a task of this pool right now (a worker inside one of the
+  /// pool's tasks, or a thread running the pool's tasks in its destructor). Asio's dispatch()
+  /// runs a function at once exactly then (see async/asio.h). Thread-safe.
+  bool running_in_this_thread() const noexcept { return runs_a_task_of_this(); }
+
   /// The number of workers (after the last configurepool). Thread-safe.
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 

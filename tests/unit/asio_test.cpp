@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: BSL-1.0
+// async/asio.h: the pool as an Asio execution context. Built against Boost.Asio and, with
+// ASYNC_ASIO_STANDALONE, against standalone Asio; as C++20 also co_spawn.
+#include <async/asio.h>
+
+#if defined(ASYNC_ASIO_STANDALONE)
+#include <asio.hpp>
+namespace net = ::asio;
+#else
+#include <boost/asio.hpp>
+namespace net = ::boost::asio;
+#endif
+
+#include "async_catch.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using async::asio_context;
+using async::threadpool;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Waits (bounded) until pred() holds; false on timeout.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) {
+      return false;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("the executor satisfies Asio's executor requirements", "[asio]") {
+  threadpool pool(2);
+  asio_context context(pool);
+  using executor = asio_context::executor_type;
+  STATIC_REQUIRE(net::execution::is_executor<executor>::value);
+  STATIC_REQUIRE(net::can_require<executor, net::execution::blocking_t::never_t>::value);
+  STATIC_REQUIRE(net::can_query<executor, net::execution::context_t>::value);
+  executor ex = context.get_executor();
+  CHECK(&net::query(ex, net::execution::context) == &context);
+  CHECK(net::query(ex, net::execution::blocking) == net::execution::blocking.possibly);
+  const auto never = net::require(ex, net::execution::blocking.never);
+  CHECK(net::query(never, net::execution::blocking) == net::execution::blocking.never);
+  CHECK(never != ex);
+  CHECK(net::require(never, net::execution::blocking.possibly) == ex);
+  const auto cont = net::prefer(ex, net::execution::relationship.continuation);
+  CHECK(net::query(cont, net::execution::relationship) ==
+        net::execution::relationship.continuation);
+  net::any_io_executor any = ex; // the type-erased executor Asio's own I/O objects use
+  CHECK(&net::query(any, net::execution::context) == &context);
+}
+
+TEST_CASE("post and defer queue on the pool; dispatch runs at once only on the pool", "[asio]") {
+  threadpool pool(1); // one worker: what a handler posts cannot run before it returns
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  const std::thread::id caller = std::this_thread::get_id();
+
+  std::promise<bool> on_pool;
+  net::post(ex, [&] { on_pool.set_value(pool.running_in_this_thread()); });
+  CHECK(on_pool.get_future().get());
+
+  // From outside the pool dispatch cannot run inline: it queues.
+  std::promise<std::thread::id> where;
+  net::dispatch(ex, [&] { where.set_value(std::this_thread::get_id()); });
+  CHECK(where.get_future().get() != caller);
+
+  // From a task of the pool: dispatch runs before it returns, post and defer after.
+  std::promise<void> checked;
+  std::atomic<int> later{0};
+  net::post(ex, [&] {
+    bool inline_ran = false;
+    net::dispatch(ex, [&] { inline_ran = true; });
+    bool posted_ran = false;
+    net::post(ex, [&later] { later.fetch_add(1); });
+    net::defer(ex, [&later] { later.fetch_add(1); });
+    posted_ran = later.load() != 0;
+    CHECK(inline_ran);
+    CHECK_FALSE(posted_ran);
+    checked.set_value();
+  });
+  checked.get_future().get();
+  context.join();
+  CHECK(later.load() == 2);
+}
+
+TEST_CASE("strand handlers never overlap and keep each poster's order", "[asio]") {
+  threadpool pool(4);
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  constexpr int strands = 8;
+  constexpr int posters = 4;
+  constexpr int per_poster = 2000;
+  struct strand_state {
+    net::strand<asio_context::executor_type> strand;
+    std::atomic<int> inside{0};
+    int overlaps = 0;                  // written only inside the strand: TSan checks it
+    std::vector<int> last_of_poster{}; // the last sequence number seen from each poster
+    int order_violations = 0;
+    long runs = 0;
+    explicit strand_state(asio_context::executor_type e)
+        : strand(net::make_strand(e)), last_of_poster(posters, -1) {}
+  };
+  std::vector<std::unique_ptr<strand_state>> states;
+  for (int i = 0; i < strands; ++i) {
+    states.emplace_back(new strand_state(ex));
+  }
+  std::vector<std::thread> threads;
+  for (int p = 0; p < posters; ++p) {
+    threads.emplace_back([&, p] {
+      for (int k = 0; k < per_poster; ++k) {
+        strand_state& s = *states[static_cast<std::size_t>((k + p) % strands)];
+        net::post(s.strand, [&s, p, k] {
+          if (s.inside.fetch_add(1) != 0) {
+            ++s.overlaps;
+          }
+          if (k <= s.last_of_poster[static_cast<std::size_t>(p)]) {
+            ++s.order_violations;
+          }
+          s.last_of_poster[static_cast<std::size_t>(p)] = k;
+          ++s.runs;
+          std::this_thread::yield(); // widen the window for an overlap
+          s.inside.fetch_sub(1);
+        });
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  context.join();
+  long runs = 0;
+  for (auto& s : states) {
+    CHECK(s->overlaps == 0);
+    CHECK(s->order_violations == 0);
+    runs += s->runs;
+  }
+  CHECK(runs == static_cast<long>(posters) * per_poster);
+}
+
+TEST_CASE("a handler posted to a strand from inside it runs after it, on the strand", "[asio]") {
+  threadpool pool(3);
+  asio_context context(pool);
+  auto strand = net::make_strand(context.get_executor());
+  std::vector<int> order; // only touched on the strand
+  std::promise<void> done;
+  net::post(strand, [&] {
+    order.push_back(1);
+    net::post(strand, [&] {
+      order.push_back(3);
+      done.set_value();
+    });
+    net::dispatch(strand, [&] { order.push_back(2); }); // inside the strand: at once
+  });
+  done.get_future().get();
+  context.join();
+  CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("use_future and bind_executor", "[asio]") {
+  threadpool pool(2);
+  asio_context context(pool);
+  auto ex = context.get_executor();
+
+  std::future<int> answer = net::post(ex, net::use_future([] { return 42; }));
+  CHECK(answer.get() == 42);
+  std::future<int> failed =
+      net::post(ex, net::use_future([]() -> int { throw std::runtime_error("no"); }));
+  CHECK_THROWS_AS(failed.get(), std::runtime_error);
+
+  // A timer of an io_context completes on the pool through bind_executor.
+  net::io_context io;
+  net::steady_timer timer(io, 1ms);
+  std::promise<bool> on_pool;
+  timer.async_wait(net::bind_executor(
+      ex, [&](const auto& /*error*/) { on_pool.set_value(pool.running_in_this_thread()); }));
+  io.run();
+  CHECK(on_pool.get_future().get());
+  context.join();
+}
+
+TEST_CASE("outstanding work: join waits for every work guard", "[asio]") {
+  using executor = asio_context::executor_type;
+  threadpool pool(1);
+  asio_context context(pool);
+  auto guard = net::make_work_guard(context.get_executor());
+  CHECK(context.outstanding_work() == 1);
+  std::unique_ptr<executor> tracked(
+      new executor(net::prefer(context.get_executor(), net::execution::outstanding_work.tracked)));
+  CHECK(context.outstanding_work() == 2);
+  std::unique_ptr<executor> copy(new executor(*tracked)); // a copy of a tracked one tracks too
+  CHECK(context.outstanding_work() == 3);
+  std::atomic<bool> joined{false};
+  std::thread joiner([&] {
+    context.join();
+    joined = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(joined.load());
+  guard.reset();
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(joined.load()); // `tracked` and `copy` still track
+  CHECK(context.outstanding_work() == 2);
+  {
+    executor moved = std::move(*copy); // the count moves with it
+    CHECK(context.outstanding_work() == 2);
+    *copy = net::require(moved, net::execution::outstanding_work.untracked);
+    CHECK(context.outstanding_work() == 2); // `moved` counts, `copy` no longer
+  }
+  CHECK(context.outstanding_work() == 1);
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(joined.load());
+  tracked.reset();
+  CHECK(eventually([&] { return joined.load(); }));
+  joiner.join();
+  CHECK(context.outstanding_work() == 0);
+}
+
+TEST_CASE("an exception from a handler reaches the pool's handler; the rest run", "[asio]") {
+  threadpool pool(2);
+  std::atomic<int> caught{0};
+  pool.set_exception_handler([&](std::exception_ptr) { caught.fetch_add(1); });
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  auto strand = net::make_strand(ex);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) {
+    net::post(ex, [&ran, i] {
+      ran.fetch_add(1);
+      if (i % 10 == 0) {
+        throw std::runtime_error("handler");
+      }
+    });
+  }
+  net::post(strand, [] { throw std::runtime_error("strand handler"); });
+  net::post(strand, [&ran] { ran.fetch_add(1); }); // the strand goes on
+  context.join();
+  CHECK(ran.load() == 101);
+  CHECK(caught.load() == 11);
+}
+
+TEST_CASE("handlers that post handlers while the pool is resized, paused included", "[asio]") {
+  threadpool pool(2);
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  auto strand = net::make_strand(ex);
+  constexpr int roots = 2000;
+  std::atomic<long> ran{0};
+  long on_strand = 0; // strand only
+  std::atomic<bool> stop{false};
+  std::thread resizer([&] {
+    std::size_t n = 0;
+    while (!stop.load()) {
+      pool.configurepool(n % 5); // 0 pauses the pool
+      n = n * 7 + 3;
+      std::this_thread::sleep_for(200us);
+    }
+    pool.configurepool(3);
+  });
+  for (int i = 0; i < roots; ++i) {
+    net::post(ex, [&] {
+      ran.fetch_add(1);
+      net::post(ex, [&] { ran.fetch_add(1); });
+      net::dispatch(ex, [&] { ran.fetch_add(1); });
+      net::post(strand, [&] { ++on_strand; });
+    });
+  }
+  CHECK(eventually([&] { return ran.load() == 3L * roots; }));
+  stop = true;
+  resizer.join();
+  context.join();
+  CHECK(ran.load() == 3L * roots);
+  CHECK(on_strand == roots);
+}
+
+TEST_CASE("destroying the context waits for its handlers, strands' included", "[asio]") {
+  threadpool pool(2);
+  std::atomic<int> ran{0};
+  {
+    asio_context context(pool);
+    auto strand = net::make_strand(context.get_executor());
+    for (int i = 0; i < 50; ++i) {
+      net::post(strand, [&ran] {
+        std::this_thread::sleep_for(100us);
+        ran.fetch_add(1);
+      });
+    }
+  } // waits here; the strand service is shut down only then
+  CHECK(ran.load() == 50);
+  CHECK_THROWS_AS(
+      [&] {
+        asio_context context(pool);
+        std::promise<void> done;
+        net::post(context.get_executor(), [&] {
+          try {
+            context.join();
+          } catch (...) {
+            done.set_exception(std::current_exception());
+            return;
+          }
+          done.set_value();
+        });
+        done.get_future().get();
+      }(),
+      std::logic_error);
+}
+
+#if defined(ASYNC_TEST_CO_SPAWN)
+#if !defined(ASIO_HAS_CO_AWAIT) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#error "ASYNC_TEST_CO_SPAWN: this Asio and compiler have no co_await support"
+#endif
+namespace {
+net::awaitable<int> add_on_pool(asio_context::executor_type ex, int a, int b) {
+  // Hop onto the pool, then back on the coroutine's executor.
+  co_await net::post(ex, net::use_awaitable);
+  co_return a + b;
+}
+} // namespace
+
+TEST_CASE("co_spawn runs a coroutine on the pool", "[asio]") {
+  threadpool pool(2);
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  std::promise<int> result;
+  net::co_spawn(
+      ex,
+      [&]() -> net::awaitable<void> {
+        int sum = 0;
+        for (int i = 0; i < 10; ++i) {
+          sum += co_await add_on_pool(ex, i, 1);
+        }
+        result.set_value(pool.running_in_this_thread() ? sum : -1);
+      },
+      net::detached);
+  CHECK(result.get_future().get() == 55);
+  context.join();
+}
+#endif
