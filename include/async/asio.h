@@ -43,7 +43,6 @@
 #include <cstddef>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -103,33 +102,35 @@ public:
   std::size_t outstanding_work() const noexcept { return work_.load(std::memory_order_acquire); }
 
 private:
-  // A count that join() waits on. The thread that takes it to zero wakes the waiters; `busy_`
-  // counts the threads still inside such a wake-up, so that join() does not return (and the
-  // context die) under them.
+  // A count that join() waits on. It reaches zero only under mutex_, where join() looks: so a
+  // join() that sees zero has nobody left inside count_down (the context may die at once).
   void count_up(std::atomic<std::size_t>& count) noexcept {
     count.fetch_add(1, std::memory_order_relaxed);
   }
   void count_down(std::atomic<std::size_t>& count) noexcept {
-    busy_.fetch_add(1, std::memory_order_relaxed);
-    // acq_rel: what the function did happens before join() returns (join's acquire loads).
-    if (count.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_.notify_all();
+    std::size_t c = count.load(std::memory_order_relaxed);
+    for (;;) {
+      if (c == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        // acq_rel: what the function did happens before join() returns (its acquire loads).
+        if (count.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          done_.notify_all();
+        }
+        return;
+      }
+      // acq_rel, as above; from c >= 2 the count stays above zero.
+      if (count.compare_exchange_weak(c, c - 1, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+        return;
+      }
     }
-    // release: the last touch of the context by this thread; pairs with wait_until_done.
-    busy_.fetch_sub(1, std::memory_order_release);
   }
 
   void wait_until_done() {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      while (inflight_.load(std::memory_order_acquire) != 0 ||
-             work_.load(std::memory_order_acquire) != 0) {
-        done_.wait(lock);
-      }
-    }
-    while (busy_.load(std::memory_order_acquire) != 0) {
-      std::this_thread::yield(); // a thread between its last count and its last touch
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (inflight_.load(std::memory_order_acquire) != 0 ||
+           work_.load(std::memory_order_acquire) != 0) {
+      done_.wait(lock);
     }
   }
 
@@ -172,7 +173,6 @@ private:
   threadpool& pool_;
   std::atomic<std::size_t> inflight_{0}; // functions submitted and not yet destroyed
   std::atomic<std::size_t> work_{0};     // executors tracking outstanding work
-  std::atomic<std::size_t> busy_{0};     // threads inside count_down
   std::mutex mutex_;
   std::condition_variable done_;
 };
