@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: BSL-1.0
+// A TCP pub/sub broker over loopback: publishers connect to one port and send frames (frame.h)
+// to channels; subscribers connect to another, subscribe to channels, and receive every frame of
+// those channels. Each channel is a queue of the kind chosen at start-up (channel_queue.h),
+// drained by one dispatcher thread that hands each frame to the outbox of every subscriber of
+// the channel; one writer thread per subscriber sends its outbox.
+//
+// Bad input closes that connection only, with a logged reason: a frame whose length is below 2
+// (malformed) or above max_frame (oversized), a frame to a channel that does not exist, a
+// subscription that is not a list of existing channels, a frame from a subscriber after its
+// subscription.
+//
+// Slow subscribers: a subscriber's outbox holds at most `subscriber_backlog` frames. A frame
+// that finds it full waits up to `slow_timeout` for room (the channel waits with it: a burst
+// is absorbed); if there is still none, the subscriber is disconnected (logged) and the others
+// go on. So a subscriber holds at most subscriber_backlog frames (plus its socket's buffers),
+// and stalls its channels for at most slow_timeout, once. With the bounded_queue kind a
+// publisher waits while its channel is full (back-pressure); with the other two a channel grows
+// only if its dispatcher falls behind the publishers.
+//
+// Sockets are blocking, one thread per connection (a few connections, as in the test and the
+// benchmark). POSIX: stop() wakes the blocked threads with shutdown(2) on their sockets.
+#ifndef ASYNC_EXAMPLES_PUBSUB_BROKER_H
+#define ASYNC_EXAMPLES_PUBSUB_BROKER_H
+
+#include "channel_queue.h"
+#include "frame.h"
+
+#include <async/bounded_queue.h>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace pubsub {
+
+struct broker_options {
+  queue_kind kind = queue_kind::queue;
+  std::uint16_t channels = 4;
+  std::size_t channel_capacity = 1024;         // bounded_queue only
+  std::size_t subscriber_backlog = 1024;       // frames waiting for one subscriber, at most
+  std::size_t max_frame = 64 * 1024;           // the largest length field accepted
+  std::chrono::milliseconds slow_timeout{500}; // a full outbox for this long: disconnected
+  int subscriber_send_buffer = 0;              // SO_SNDBUF of subscriber sockets (0: the system's)
+  unsigned short publisher_port = 0;           // 0: any free port
+  unsigned short subscriber_port = 0;
+  std::function<void(const std::string&)> log; // empty: stderr
+};
+
+class broker {
+public:
+  explicit broker(broker_options options)
+      : options_(std::move(options)),
+        publisher_acceptor_(
+            io_, tcp::endpoint(net::ip::address_v4::loopback(), options_.publisher_port)),
+        subscriber_acceptor_(
+            io_, tcp::endpoint(net::ip::address_v4::loopback(), options_.subscriber_port)) {
+    if (options_.channels == 0 || options_.channels == control_channel) {
+      throw std::invalid_argument("pubsub::broker: channels must be 1 .. 65534");
+    }
+    for (std::uint16_t c = 0; c < options_.channels; ++c) {
+      channels_.emplace_back(new channel(make_channel(options_.kind, options_.channel_capacity)));
+    }
+    for (std::uint16_t c = 0; c < options_.channels; ++c) {
+      channels_[c]->dispatcher = std::thread([this, c] { dispatch(*channels_[c]); });
+    }
+    publisher_accepting_ = std::thread([this] { accept_publishers(); });
+    subscriber_accepting_ = std::thread([this] { accept_subscribers(); });
+  }
+
+  broker(const broker&) = delete;
+  broker& operator=(const broker&) = delete;
+  ~broker() { stop(); }
+
+  unsigned short publisher_port() const { return publisher_acceptor_.local_endpoint().port(); }
+  unsigned short subscriber_port() const { return subscriber_acceptor_.local_endpoint().port(); }
+
+  std::uint64_t frames_in() const { return frames_in_.load(); }
+  std::uint64_t connections_refused() const { return refused_.load(); }
+  std::uint64_t subscribers_dropped() const { return dropped_.load(); }
+
+  /// Stops accepting, ends every connection (what is still queued is not delivered) and joins
+  /// every thread. Idempotent. Not from the broker's own threads.
+  void stop() {
+    if (stopping_.exchange(true)) {
+      return;
+    }
+    ::shutdown(publisher_acceptor_.native_handle(), SHUT_RDWR);
+    ::shutdown(subscriber_acceptor_.native_handle(), SHUT_RDWR);
+    publisher_accepting_.join();
+    subscriber_accepting_.join();
+    std::vector<std::shared_ptr<publisher>> publishers;
+    std::vector<std::shared_ptr<subscriber>> subscribers;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      publishers = publishers_;
+      subscribers = subscribers_;
+    }
+    for (auto& p : publishers) {
+      ::shutdown(p->socket.native_handle(), SHUT_RDWR); // a blocked read returns
+    }
+    for (auto& c : channels_) {
+      c->queue->close(); // a publisher waiting for room gives up; the dispatcher drains, ends
+    }
+    for (auto& p : publishers) {
+      p->thread.join();
+    }
+    for (auto& c : channels_) {
+      c->dispatcher.join();
+    }
+    for (auto& s : subscribers) {
+      drop(*s, nullptr);
+      s->writer.join();
+      s->reader.join();
+    }
+  }
+
+private:
+  struct publisher {
+    explicit publisher(net::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    std::thread thread;
+  };
+
+  struct subscriber {
+    subscriber(net::io_context& io, std::size_t backlog) : socket(io), outbox(backlog) {}
+    tcp::socket socket;
+    async::bounded_queue<message> outbox;
+    std::atomic<bool> dropped{false};
+    std::thread reader;
+    std::thread writer;
+    unsigned id = 0;
+  };
+
+  struct channel {
+    explicit channel(std::unique_ptr<channel_queue> q) : queue(std::move(q)) {}
+    std::unique_ptr<channel_queue> queue;
+    std::mutex mutex; // guards subscribers
+    std::vector<std::shared_ptr<subscriber>> subscribers;
+    std::thread dispatcher;
+  };
+
+  void log(const std::string& what) {
+    if (options_.log) {
+      options_.log(what);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::fprintf(stderr, "pubsub broker: %s\n", what.c_str());
+  }
+
+  // ---- publishers ---------------------------------------------------------------------------
+
+  void accept_publishers() {
+    for (unsigned id = 1;; ++id) {
+      auto p = std::make_shared<publisher>(io_);
+      boost::system::error_code error;
+      publisher_acceptor_.accept(p->socket, error);
+      if (stopping_.load()) {
+        return;
+      }
+      if (error) {
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      publishers_.push_back(p);
+      p->thread = std::thread([this, p, id] { serve_publisher(*p, id); });
+    }
+  }
+
+  void serve_publisher(publisher& p, unsigned id) {
+    frame f;
+    for (;;) {
+      const read_result r = read_frame(p.socket, options_.max_frame, f);
+      if (r == read_result::closed) {
+        return;
+      }
+      if (r != read_result::ok) {
+        refuse(p.socket,
+               "publisher " + std::to_string(id) + ": " +
+                   (r == read_result::malformed ? "malformed frame (length below 2)"
+                                                : "oversized frame (length above " +
+                                                      std::to_string(options_.max_frame) + ")") +
+                   "; connection closed");
+        return;
+      }
+      if (f.channel >= options_.channels) {
+        refuse(p.socket, "publisher " + std::to_string(id) + ": channel " +
+                             std::to_string(f.channel) + " does not exist; connection closed");
+        return;
+      }
+      frames_in_.fetch_add(1, std::memory_order_relaxed);
+      if (!channels_[f.channel]->queue->push(std::make_shared<const std::string>(f.bytes))) {
+        return; // stopping
+      }
+    }
+  }
+
+  void refuse(tcp::socket& socket, const std::string& why) {
+    refused_.fetch_add(1);
+    log(why);
+    ::shutdown(socket.native_handle(), SHUT_RDWR);
+  }
+
+  // ---- subscribers --------------------------------------------------------------------------
+
+  void accept_subscribers() {
+    for (unsigned id = 1;; ++id) {
+      auto s = std::make_shared<subscriber>(io_, options_.subscriber_backlog);
+      s->id = id;
+      boost::system::error_code error;
+      subscriber_acceptor_.accept(s->socket, error);
+      if (stopping_.load()) {
+        return;
+      }
+      if (error) {
+        continue;
+      }
+      if (options_.subscriber_send_buffer > 0) {
+        s->socket.set_option(net::socket_base::send_buffer_size(options_.subscriber_send_buffer),
+                             error);
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      subscribers_.push_back(s);
+      s->writer = std::thread([this, s] { write_to(*s); });
+      s->reader = std::thread([this, s] { read_subscription(s); });
+    }
+  }
+
+  void read_subscription(const std::shared_ptr<subscriber>& s) {
+    frame f;
+    const std::string who = "subscriber " + std::to_string(s->id) + ": ";
+    const read_result r = read_frame(s->socket, options_.max_frame, f);
+    if (r == read_result::closed) {
+      drop(*s, nullptr);
+      return;
+    }
+    bool valid = r == read_result::ok && f.channel == control_channel && !f.payload.empty() &&
+                 f.payload.size() % 2 == 0;
+    std::vector<std::uint16_t> wanted;
+    for (std::size_t i = 0; valid && i < f.payload.size(); i += 2) {
+      const std::uint16_t c = get_u16(reinterpret_cast<const unsigned char*>(f.payload.data()) + i);
+      valid = c < options_.channels;
+      wanted.push_back(c);
+    }
+    if (!valid) {
+      refused_.fetch_add(1);
+      drop(*s, (who + "the first frame must list existing channels; connection closed").c_str());
+      return;
+    }
+    // The answer goes first into the outbox: it reaches the subscriber before any frame.
+    s->outbox.enqueue(std::make_shared<const std::string>(encode(control_channel, "")));
+    for (std::uint16_t c : wanted) {
+      std::lock_guard<std::mutex> lock(channels_[c]->mutex);
+      channels_[c]->subscribers.push_back(s);
+    }
+    // A subscriber only listens: anything more it sends, or its going away, ends it.
+    const read_result more = read_frame(s->socket, options_.max_frame, f);
+    drop(*s, more == read_result::closed
+                 ? nullptr
+                 : (who + "sent a frame after its subscription; connection closed").c_str());
+  }
+
+  void write_to(subscriber& s) {
+    message m;
+    while (s.outbox.blocking_dequeue(m)) {
+      boost::system::error_code error;
+      net::write(s.socket, net::buffer(*m), error);
+      if (error) {
+        drop(s, nullptr);
+        return;
+      }
+    }
+  }
+
+  // Ends a subscriber once (the first call logs `why` when given): no more frames are queued
+  // for it, its socket is shut down (its reader and writer wake up and end), and the
+  // dispatchers forget it.
+  void drop(subscriber& s, const char* why) {
+    if (s.dropped.exchange(true)) {
+      return;
+    }
+    if (why != nullptr) {
+      log(why);
+    }
+    s.outbox.close();
+    ::shutdown(s.socket.native_handle(), SHUT_RDWR);
+  }
+
+  // ---- channels -----------------------------------------------------------------------------
+
+  void dispatch(channel& c) {
+    message m;
+    while (c.queue->pop(m)) {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      for (auto it = c.subscribers.begin(); it != c.subscribers.end();) {
+        subscriber& s = **it;
+        if (!s.dropped.load() && !s.outbox.enqueue(m) &&
+            !s.outbox.enqueue_for(m, options_.slow_timeout) && !s.outbox.is_closed()) {
+          dropped_.fetch_add(1);
+          drop(s, ("subscriber " + std::to_string(s.id) + ": more than " +
+                   std::to_string(options_.subscriber_backlog) + " frames waiting for " +
+                   std::to_string(options_.slow_timeout.count()) + " ms (too slow); disconnected")
+                      .c_str());
+        }
+        it = s.dropped.load() ? c.subscribers.erase(it) : it + 1;
+      }
+    }
+  }
+
+  broker_options options_;
+  net::io_context io_; // only for the sockets: every operation here is synchronous
+  tcp::acceptor publisher_acceptor_;
+  tcp::acceptor subscriber_acceptor_;
+  std::vector<std::unique_ptr<channel>> channels_;
+  std::mutex mutex_; // guards publishers_, subscribers_ and stderr
+  std::vector<std::shared_ptr<publisher>> publishers_;
+  std::vector<std::shared_ptr<subscriber>> subscribers_;
+  std::thread publisher_accepting_;
+  std::thread subscriber_accepting_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> frames_in_{0};
+  std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+};
+
+} // namespace pubsub
+
+#endif // ASYNC_EXAMPLES_PUBSUB_BROKER_H
