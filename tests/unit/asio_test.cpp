@@ -59,6 +59,18 @@ TEST_CASE("the executor satisfies Asio's executor requirements", "[asio]") {
   const auto cont = net::prefer(ex, net::execution::relationship.continuation);
   CHECK(net::query(cont, net::execution::relationship) ==
         net::execution::relationship.continuation);
+  CHECK(net::query(ex, net::execution::relationship) == net::execution::relationship.fork);
+  CHECK(net::query(ex, net::execution::outstanding_work) ==
+        net::execution::outstanding_work.untracked);
+  const auto tracked = net::require(ex, net::execution::outstanding_work.tracked);
+  CHECK(net::query(tracked, net::execution::outstanding_work) ==
+        net::execution::outstanding_work.tracked);
+  asio_context other(pool); // same properties, another context: not equal
+  CHECK(other.get_executor() != ex);
+  executor copy = never;
+  const executor& same = copy;
+  copy = same; // self-assignment keeps it
+  CHECK(copy == never);
   net::any_io_executor any = ex; // the type-erased executor Asio's own I/O objects use
   CHECK(&net::query(any, net::execution::context) == &context);
 }
