@@ -226,6 +226,7 @@ private:
       if (error) {
         continue;
       }
+      s->socket.set_option(tcp::no_delay(true), error); // frames go out as they come
       if (options_.subscriber_send_buffer > 0) {
         s->socket.set_option(net::socket_base::send_buffer_size(options_.subscriber_send_buffer),
                              error);
