@@ -89,8 +89,8 @@ public:
   std::uint64_t connections_refused() const { return refused_.load(); }
   std::uint64_t subscribers_dropped() const { return dropped_.load(); }
 
-  /// Stops accepting, ends every connection (what is still queued is not delivered) and joins
-  /// every thread. Idempotent. Not from the broker's own threads.
+  /// Stops accepting, ends and closes every connection (what is still queued is not
+  /// delivered) and joins every thread. Idempotent. Not from the broker's own threads.
   void stop() {
     if (stopping_.exchange(true)) {
       return;
@@ -99,6 +99,9 @@ public:
     ::shutdown(subscriber_acceptor_.native_handle(), SHUT_RDWR);
     publisher_accepting_.join();
     subscriber_accepting_.join();
+    boost::system::error_code ignored;
+    publisher_acceptor_.close(ignored); // connections not yet accepted are reset
+    subscriber_acceptor_.close(ignored);
     std::vector<std::shared_ptr<publisher>> publishers;
     std::vector<std::shared_ptr<subscriber>> subscribers;
     {
@@ -114,6 +117,7 @@ public:
     }
     for (auto& p : publishers) {
       p->thread.join();
+      p->socket.close(ignored); // a client still sending gets a reset, not a full window
     }
     for (auto& c : channels_) {
       c->dispatcher.join();
@@ -122,6 +126,7 @@ public:
       drop(*s, nullptr);
       s->writer.join();
       s->reader.join();
+      s->socket.close(ignored);
     }
   }
 

@@ -6,7 +6,9 @@
 //             subscription that is not a list of channels) are closed with a logged reason and
 //             nobody else notices;
 //   slow:     a subscriber that never reads is disconnected once its backlog is full, while a
-//             fast subscriber of the same channel gets everything.
+//             fast subscriber of the same channel gets everything;
+//   stop:     stop() under full load returns, and publishers still sending see the connection
+//             end instead of blocking.
 // Exit status 0 when every check held. Every wait is bounded (a lost frame fails, not hangs).
 #include "broker.h"
 #include "client.h"
@@ -250,12 +252,57 @@ void slow_subscriber(queue_kind kind) {
   check(log.has("too slow"), name + ": the disconnection was logged");
 }
 
+// stop() while publishers send at full speed into full channels and a subscriber never reads:
+// stop() returns, and every publisher's next send fails instead of blocking for ever.
+void stop_under_load(queue_kind kind) {
+  const std::string name = std::string(name_of(kind)) + " (stop under load)";
+  broker_options o;
+  o.kind = kind;
+  o.channels = 2;
+  o.channel_capacity = 2;
+  o.max_frame = 4096;
+  o.log = [](const std::string&) {};
+  std::unique_ptr<broker> b(new broker(o));
+  net::io_context io;
+  subscriber_client slow(io, b->subscriber_port());
+  slow.subscribe({0, 1});
+  std::atomic<int> ended{0};
+  std::vector<std::thread> pubs;
+  for (int p = 0; p < 3; ++p) {
+    pubs.emplace_back([&] {
+      try {
+        publisher_client c(io, b->publisher_port());
+        const std::string payload(2000, 'x');
+        for (std::uint32_t k = 0;; ++k) {
+          c.publish(static_cast<std::uint16_t>(k % 2), payload);
+        }
+      } catch (const std::exception&) {
+        // the broker went away: expected
+      }
+      ended.fetch_add(1);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = clock_type::now();
+  b->stop();
+  check(clock_type::now() - t0 < std::chrono::seconds(10), name + ": stop() returned within 10 s");
+  if (!eventually([&] { return ended.load() == 3; }, std::chrono::seconds(10))) {
+    std::fprintf(stderr, "FAILED: %s: a publisher still blocks in send after stop()\n",
+                 name.c_str());
+    std::_Exit(EXIT_FAILURE); // its thread cannot be joined
+  }
+  for (auto& t : pubs) {
+    t.join();
+  }
+}
+
 } // namespace
 
 int main() {
   for (queue_kind kind : {queue_kind::mutex_deque, queue_kind::queue, queue_kind::bounded_queue}) {
     traffic(kind);
     slow_subscriber(kind);
+    stop_under_load(kind);
     std::printf("%s: %s\n", name_of(kind), failures == 0 ? "ok" : "FAILED");
   }
   return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
