@@ -11,12 +11,17 @@
 // subscription.
 //
 // Slow subscribers: a subscriber's outbox holds at most `subscriber_backlog` frames. A frame
-// that finds it full waits up to `slow_timeout` for room (the channel waits with it: a burst
-// is absorbed); if there is still none, the subscriber is disconnected (logged) and the others
-// go on. So a subscriber holds at most subscriber_backlog frames (plus its socket's buffers),
-// and stalls its channels for at most slow_timeout, once. With the bounded_queue kind a
-// publisher waits while its channel is full (back-pressure); with the other two a channel grows
-// only if its dispatcher falls behind the publishers.
+// that finds it full waits for room (the channel waits with it: a burst is absorbed), out of a
+// budget of `slow_timeout` per subscriber for its whole life; once the budget is spent, the
+// next frame that finds the outbox full disconnects the subscriber (logged) and the others go
+// on. So a subscriber holds at most subscriber_backlog frames (plus its socket's buffers) and
+// holds its channels up for at most slow_timeout in all, however it reads. While the broker
+// stops, nobody waits.
+//
+// Connections that end are reaped (threads joined, sockets closed) when the next connection
+// is accepted; a failing accept (no descriptor left) is retried after 10 ms. With the bounded_queue
+// kind a publisher waits while its channel is full (back-pressure); with the other two a channel
+// grows only if its dispatcher falls behind the publishers.
 //
 // Sockets are blocking, one thread per connection (a few connections, as in the test and the
 // benchmark). POSIX: stop() wakes the blocked threads with shutdown(2) on their sockets.
@@ -30,6 +35,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +94,11 @@ public:
   std::uint64_t frames_in() const { return frames_in_.load(); }
   std::uint64_t connections_refused() const { return refused_.load(); }
   std::uint64_t subscribers_dropped() const { return dropped_.load(); }
+  /// Connections accepted and not yet reaped (see the top of this file).
+  std::size_t connections() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return publishers_.size() + subscribers_.size();
+  }
 
   /// Stops accepting, ends and closes every connection (what is still queued is not
   /// delivered) and joins every thread. Idempotent. Not from the broker's own threads.
@@ -115,6 +126,9 @@ public:
     for (auto& c : channels_) {
       c->queue->close(); // a publisher waiting for room gives up; the dispatcher drains, ends
     }
+    for (auto& s : subscribers) {
+      drop(*s, nullptr); // a dispatcher waiting for room in its outbox stops waiting
+    }
     for (auto& p : publishers) {
       p->thread.join();
       p->socket.close(ignored); // a client still sending gets a reset, not a full window
@@ -123,7 +137,6 @@ public:
       c->dispatcher.join();
     }
     for (auto& s : subscribers) {
-      drop(*s, nullptr);
       s->writer.join();
       s->reader.join();
       s->socket.close(ignored);
@@ -135,6 +148,7 @@ private:
     explicit publisher(net::io_context& io) : socket(io) {}
     tcp::socket socket;
     std::thread thread;
+    std::atomic<bool> done{false}; // its thread has ended: ready to be reaped
   };
 
   struct subscriber {
@@ -142,8 +156,10 @@ private:
     tcp::socket socket;
     async::bounded_queue<message> outbox;
     std::atomic<bool> dropped{false};
+    std::atomic<long long> waited_ns{0}; // time the dispatchers waited for room, in all
     std::thread reader;
     std::thread writer;
+    std::atomic<int> threads_done{0}; // 2: reader and writer ended (dropped): ready to be reaped
     unsigned id = 0;
   };
 
@@ -175,11 +191,16 @@ private:
         return;
       }
       if (error) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // e.g. no descriptor left
         continue;
       }
       std::lock_guard<std::mutex> lock(mutex_);
+      reap_locked();
       publishers_.push_back(p);
-      p->thread = std::thread([this, p, id] { serve_publisher(*p, id); });
+      p->thread = std::thread([this, p, id] {
+        serve_publisher(*p, id);
+        p->done.store(true);
+      });
     }
   }
 
@@ -229,6 +250,7 @@ private:
         return;
       }
       if (error) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // e.g. no descriptor left
         continue;
       }
       s->socket.set_option(tcp::no_delay(true), error); // frames go out as they come
@@ -237,9 +259,16 @@ private:
                              error);
       }
       std::lock_guard<std::mutex> lock(mutex_);
+      reap_locked();
       subscribers_.push_back(s);
-      s->writer = std::thread([this, s] { write_to(*s); });
-      s->reader = std::thread([this, s] { read_subscription(s); });
+      s->writer = std::thread([this, s] {
+        write_to(*s);
+        s->threads_done.fetch_add(1);
+      });
+      s->reader = std::thread([this, s] {
+        read_subscription(s);
+        s->threads_done.fetch_add(1);
+      });
     }
   }
 
@@ -259,6 +288,8 @@ private:
       valid = c < options_.channels;
       wanted.push_back(c);
     }
+    std::sort(wanted.begin(), wanted.end()); // a channel named twice is subscribed once
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     if (!valid) {
       refused_.fetch_add(1);
       drop(*s, (who + "the first frame must list existing channels; connection closed").c_str());
@@ -311,15 +342,57 @@ private:
       std::lock_guard<std::mutex> lock(c.mutex);
       for (auto it = c.subscribers.begin(); it != c.subscribers.end();) {
         subscriber& s = **it;
-        if (!s.dropped.load() && !s.outbox.enqueue(m) &&
-            !s.outbox.enqueue_for(m, options_.slow_timeout) && !s.outbox.is_closed()) {
+        if (!s.dropped.load() && !s.outbox.enqueue(m) && !wait_for_room(s, m) &&
+            !s.outbox.is_closed()) {
           dropped_.fetch_add(1);
           drop(s, ("subscriber " + std::to_string(s.id) + ": more than " +
-                   std::to_string(options_.subscriber_backlog) + " frames waiting for " +
-                   std::to_string(options_.slow_timeout.count()) + " ms (too slow); disconnected")
+                   std::to_string(options_.subscriber_backlog) + " frames waiting, after " +
+                   std::to_string(options_.slow_timeout.count()) +
+                   " ms of waits for it in all (too slow); disconnected")
                       .c_str());
         }
         it = s.dropped.load() ? c.subscribers.erase(it) : it + 1;
+      }
+    }
+  }
+
+  // A full outbox: waits for room out of the subscriber's budget of slow_timeout (not while
+  // stopping). True when the frame went in.
+  bool wait_for_room(subscriber& s, const message& m) {
+    const long long budget =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options_.slow_timeout).count() -
+        s.waited_ns.load();
+    if (budget <= 0 || stopping_.load()) {
+      return false;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool in = s.outbox.enqueue_for(m, std::chrono::nanoseconds(budget));
+    s.waited_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    return in;
+  }
+
+  // mutex_ held: joins and closes the connections whose threads have ended.
+  void reap_locked() {
+    boost::system::error_code ignored;
+    for (auto it = publishers_.begin(); it != publishers_.end();) {
+      if ((*it)->done.load()) {
+        (*it)->thread.join();
+        (*it)->socket.close(ignored);
+        it = publishers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
+      if ((*it)->threads_done.load() == 2) {
+        (*it)->reader.join();
+        (*it)->writer.join();
+        (*it)->socket.close(ignored);
+        it = subscribers_.erase(it);
+      } else {
+        ++it;
       }
     }
   }

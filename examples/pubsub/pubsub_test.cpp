@@ -7,6 +7,9 @@
 //             nobody else notices;
 //   slow:     a subscriber that never reads is disconnected once its backlog is full, while a
 //             fast subscriber of the same channel gets everything;
+//   policies: a subscriber that reads too slowly but steadily is disconnected after holding its
+//             channel up for slow_timeout in all; a channel named twice is delivered once;
+//             connections that ended are reaped;
 //   stop:     stop() under full load returns, and publishers still sending see the connection
 //             end instead of blocking.
 // Exit status 0 when every check held. Every wait is bounded (a lost frame fails, not hangs).
@@ -252,6 +255,80 @@ void slow_subscriber(queue_kind kind) {
   check(log.has("too slow"), name + ": the disconnection was logged");
 }
 
+// A subscriber that reads, but slowly, holds its channel up for slow_timeout in all and is then
+// disconnected; a subscription naming a channel twice gets each frame once; connections that
+// ended are reaped.
+void policies(queue_kind kind) {
+  const std::string name = std::string(name_of(kind)) + " (policies)";
+  log_sink log;
+  broker_options o;
+  o.kind = kind;
+  o.channels = 2;
+  o.subscriber_backlog = 4;
+  o.slow_timeout = std::chrono::milliseconds(300);
+  o.subscriber_send_buffer = 4096;
+  o.max_frame = 2048;
+  o.log = log.function();
+  broker b(o);
+  net::io_context io;
+  subscriber_client trickle(io, b.subscriber_port());
+  trickle.socket().set_option(net::socket_base::receive_buffer_size(4096));
+  trickle.subscribe({0});
+  subscriber_client fast(io, b.subscriber_port());
+  fast.subscribe({0, 0, 1}); // channel 0 named twice
+  std::atomic<bool> done{false};
+  std::thread slow_reader([&] {
+    frame f;
+    while (!done.load() && trickle.receive(f, o.max_frame)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20)); // one frame per 20 ms
+    }
+  });
+  constexpr std::uint32_t frames = 400;
+  std::atomic<std::uint32_t> next{0};
+  std::uint64_t wrong = 0;
+  std::thread fast_reader([&] {
+    frame f;
+    while (next.load() < frames && fast.receive(f, o.max_frame)) {
+      const std::uint32_t seq =
+          get_u32(reinterpret_cast<const unsigned char*>(f.payload.data()) + 4);
+      wrong += seq == next.load() ? 0 : 1;
+      next = seq + 1;
+    }
+  });
+  const auto t0 = clock_type::now();
+  {
+    publisher_client p(io, b.publisher_port());
+    for (std::uint32_t k = 0; k < frames; ++k) {
+      p.publish(0, payload_of(0, k, 1000));
+    }
+  }
+  // 400 frames at the trickle's pace would take 8 s; its budget lets it hold them up 0.3 s.
+  check(eventually([&] { return next.load() == frames; }, std::chrono::seconds(30)),
+        name + ": the fast subscriber got every frame");
+  check(clock_type::now() - t0 < std::chrono::seconds(5),
+        name + ": a trickling subscriber held the channel up for less than 5 s");
+  check(b.subscribers_dropped() == 1, name + ": the trickling subscriber was disconnected");
+  // Connections that ended are reaped when the next one is accepted.
+  for (int i = 0; i < 30; ++i) {
+    publisher_client c(io, b.publisher_port());
+    c.publish(1, "bye");
+  }
+  const bool reaped = eventually(
+      [&] {
+        publisher_client c(io, b.publisher_port()); // an accept reaps what has ended
+        return b.connections() <= 4;
+      },
+      std::chrono::seconds(10));
+  check(reaped,
+        name + ": ended connections were reaped (" + std::to_string(b.connections()) + " left)");
+  done = true;
+  b.stop();
+  slow_reader.join();
+  fast_reader.join();
+  check(wrong == 0, name + ": the fast subscriber got each frame once, in order (channel 0 "
+                           "was named twice)");
+}
+
 // stop() while publishers send at full speed into full channels and a subscriber never reads:
 // stop() returns, and every publisher's next send fails instead of blocking for ever.
 void stop_under_load(queue_kind kind) {
@@ -302,6 +379,7 @@ int main() {
   for (queue_kind kind : {queue_kind::mutex_deque, queue_kind::queue, queue_kind::bounded_queue}) {
     traffic(kind);
     slow_subscriber(kind);
+    policies(kind);
     stop_under_load(kind);
     std::printf("%s: %s\n", name_of(kind), failures == 0 ? "ok" : "FAILED");
   }

@@ -260,6 +260,10 @@ public:
   template <typename F>
   void execute(F&& f) const {
     if ((bits_ & never_bit) == 0 && context_->pool_.running_in_this_thread()) {
+      // Counted while it runs, as a queued function is: the caller may be a task of another
+      // context over the same pool (or a plain pool task), which join() does not wait for.
+      // The count is declared first, so it drops after the function's state is gone.
+      const finisher count(context_);
       typename std::decay<F>::type local(std::forward<F>(f));
       local();
       return;

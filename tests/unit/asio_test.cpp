@@ -163,6 +163,27 @@ TEST_CASE("strand handlers never overlap and keep each poster's order", "[asio]"
   CHECK(runs == static_cast<long>(posters) * per_poster);
 }
 
+TEST_CASE("join waits for a function dispatched inline from another context's handler", "[asio]") {
+  threadpool pool(2);
+  asio_context a(pool);
+  std::unique_ptr<asio_context> b(new asio_context(pool));
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  net::post(a.get_executor(), [&] {
+    // A task of the pool, not of b: b's dispatch runs inline here, and b must count it.
+    net::dispatch(b->get_executor(), [&] {
+      started = true;
+      std::this_thread::sleep_for(50ms);
+      finished = true;
+    });
+  });
+  CHECK(eventually([&] { return started.load(); }));
+  b->join();
+  CHECK(finished.load());
+  b.reset();
+  a.join();
+}
+
 TEST_CASE("a handler posted to a strand from inside it runs after it, on the strand", "[asio]") {
   threadpool pool(3);
   asio_context context(pool);
