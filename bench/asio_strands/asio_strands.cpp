@@ -109,29 +109,36 @@ double run_calls(benchmark::State& state, const char* name, std::vector<Executor
   return seconds;
 }
 
-struct ours {
+// The pools whose executors carry the strands: W workers, an executor, join().
+struct our_pool {
   static const char* name() { return "async::threadpool+strand"; }
-  template <typename Measure>
-  static void measure(int workers, int strands, Measure m) {
-    async::threadpool pool(workers);
-    async::asio_context context(pool);
-    std::vector<net::strand<async::asio_context::executor_type>> lanes;
-    for (int s = 0; s < strands; ++s) {
-      lanes.push_back(net::make_strand(context.get_executor()));
-    }
-    m(lanes);
-    context.join();
-  }
+  using executor_type = async::asio_context::executor_type;
+  explicit our_pool(int workers) : pool(workers), context(pool) {}
+  executor_type executor() { return context.get_executor(); }
+  void join() { context.join(); }
+  async::threadpool pool;
+  async::asio_context context;
 };
 
-struct asio_pool_strands {
+struct asio_pool {
   static const char* name() { return "asio thread_pool+strand"; }
+  using executor_type = net::thread_pool::executor_type;
+  explicit asio_pool(int workers) : pool(static_cast<std::size_t>(workers)) {}
+  executor_type executor() { return pool.get_executor(); }
+  void join() { pool.join(); }
+  net::thread_pool pool;
+};
+
+// S asio::strands over the executor of a Pool of W workers.
+template <typename Pool>
+struct strands_on {
+  static const char* name() { return Pool::name(); }
   template <typename Measure>
   static void measure(int workers, int strands, Measure m) {
-    net::thread_pool pool(static_cast<std::size_t>(workers));
-    std::vector<net::strand<net::thread_pool::executor_type>> lanes;
+    Pool pool(workers);
+    std::vector<net::strand<typename Pool::executor_type>> lanes;
     for (int s = 0; s < strands; ++s) {
-      lanes.push_back(net::make_strand(pool.get_executor()));
+      lanes.push_back(net::make_strand(pool.executor()));
     }
     m(lanes);
     pool.join();
@@ -203,8 +210,8 @@ int main(int argc, char** argv) {
     for (int w : worker_counts()) {
       for (int strands : {8, 64}) {
         const int follow_ups = 16;
-        register_rig<ours>(w, strands, follow_ups);
-        register_rig<asio_pool_strands>(w, strands, follow_ups);
+        register_rig<strands_on<our_pool>>(w, strands, follow_ups);
+        register_rig<strands_on<asio_pool>>(w, strands, follow_ups);
         register_rig<asio_contexts>(w, strands, follow_ups);
       }
     }

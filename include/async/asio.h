@@ -104,6 +104,12 @@ public:
 private:
   // A count that join() waits on. It reaches zero only under mutex_, where join() looks: so a
   // join() that sees zero has nobody left inside count_down (the context may die at once).
+  //
+  // count_up may be relaxed: it is sequenced before the submission it counts (or, for work,
+  // before the executor that tracks it is handed on), and join() owes a wait only to what was
+  // submitted before it was called. A task that submits more counts up before its own
+  // count_down (acq_rel) releases it, and the counter's modification order then puts the count
+  // up first, so the count cannot touch zero between the two.
   void count_up(std::atomic<std::size_t>& count) noexcept {
     count.fetch_add(1, std::memory_order_relaxed);
   }
