@@ -15,8 +15,9 @@
 // budget of `slow_timeout` per subscriber for its whole life; once the budget is spent, the
 // next frame that finds the outbox full disconnects the subscriber (logged) and the others go
 // on. So a subscriber holds at most subscriber_backlog frames (plus its socket's buffers) and
-// holds its channels up for at most slow_timeout in all, however it reads. While the broker
-// stops, nobody waits.
+// holds each of its channels up for at most slow_timeout in all, however it reads (the
+// dispatchers of two of its channels may wait for it at the same time, each out of what is
+// left of the budget when it starts waiting). While the broker stops, nobody waits.
 //
 // Connections that end are reaped (threads joined, sockets closed) when the next connection
 // is accepted; a failing accept (no descriptor left) is retried after 10 ms. With the bounded_queue
@@ -131,7 +132,11 @@ public:
     }
     for (auto& p : publishers) {
       p->thread.join();
-      p->socket.close(ignored); // a client still sending gets a reset, not a full window
+      // An abortive close (linger 0): the client still sending gets a reset at once. A plain
+      // close after the thread had read what was buffered left the socket in FIN-WAIT-2
+      // advertising a zero window, and the client's send blocked until that timed out (60 s).
+      p->socket.set_option(net::socket_base::linger(true, 0), ignored);
+      p->socket.close(ignored);
     }
     for (auto& c : channels_) {
       c->dispatcher.join();
@@ -182,11 +187,15 @@ private:
 
   // ---- publishers ---------------------------------------------------------------------------
 
-  void accept_publishers() {
+  // Accepts connections on `acceptor` until the broker stops: `make()` creates a connection's
+  // record (with a `socket`), `start(record, id)` registers it and starts its threads, with
+  // mutex_ held and what has ended reaped first.
+  template <typename Make, typename Start>
+  void accept_loop(tcp::acceptor& acceptor, Make make, Start start) {
     for (unsigned id = 1;; ++id) {
-      auto p = std::make_shared<publisher>(io_);
+      auto c = make();
       boost::system::error_code error;
-      publisher_acceptor_.accept(p->socket, error);
+      acceptor.accept(c->socket, error);
       if (stopping_.load()) {
         return;
       }
@@ -196,12 +205,20 @@ private:
       }
       std::lock_guard<std::mutex> lock(mutex_);
       reap_locked();
-      publishers_.push_back(p);
-      p->thread = std::thread([this, p, id] {
-        serve_publisher(*p, id);
-        p->done.store(true);
-      });
+      start(c, id);
     }
+  }
+
+  void accept_publishers() {
+    accept_loop(
+        publisher_acceptor_, [this] { return std::make_shared<publisher>(io_); },
+        [this](const std::shared_ptr<publisher>& p, unsigned id) {
+          publishers_.push_back(p);
+          p->thread = std::thread([this, p, id] {
+            serve_publisher(*p, id);
+            p->done.store(true);
+          });
+        });
   }
 
   void serve_publisher(publisher& p, unsigned id) {
@@ -241,35 +258,27 @@ private:
   // ---- subscribers --------------------------------------------------------------------------
 
   void accept_subscribers() {
-    for (unsigned id = 1;; ++id) {
-      auto s = std::make_shared<subscriber>(io_, options_.subscriber_backlog);
-      s->id = id;
-      boost::system::error_code error;
-      subscriber_acceptor_.accept(s->socket, error);
-      if (stopping_.load()) {
-        return;
-      }
-      if (error) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // e.g. no descriptor left
-        continue;
-      }
-      s->socket.set_option(tcp::no_delay(true), error); // frames go out as they come
-      if (options_.subscriber_send_buffer > 0) {
-        s->socket.set_option(net::socket_base::send_buffer_size(options_.subscriber_send_buffer),
-                             error);
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      reap_locked();
-      subscribers_.push_back(s);
-      s->writer = std::thread([this, s] {
-        write_to(*s);
-        s->threads_done.fetch_add(1);
-      });
-      s->reader = std::thread([this, s] {
-        read_subscription(s);
-        s->threads_done.fetch_add(1);
-      });
-    }
+    accept_loop(
+        subscriber_acceptor_,
+        [this] { return std::make_shared<subscriber>(io_, options_.subscriber_backlog); },
+        [this](const std::shared_ptr<subscriber>& s, unsigned id) {
+          s->id = id;
+          boost::system::error_code error;
+          s->socket.set_option(tcp::no_delay(true), error); // frames go out as they come
+          if (options_.subscriber_send_buffer > 0) {
+            s->socket.set_option(
+                net::socket_base::send_buffer_size(options_.subscriber_send_buffer), error);
+          }
+          subscribers_.push_back(s);
+          s->writer = std::thread([this, s] {
+            write_to(*s);
+            s->threads_done.fetch_add(1);
+          });
+          s->reader = std::thread([this, s] {
+            read_subscription(s);
+            s->threads_done.fetch_add(1);
+          });
+        });
   }
 
   void read_subscription(const std::shared_ptr<subscriber>& s) {

@@ -94,6 +94,41 @@ bool closed_after(net::io_context& io, unsigned short port, const std::string& b
   return static_cast<bool>(error);
 }
 
+// Reads frames of publisher 0 on its own thread until `frames` arrived or the connection
+// ended, counting every frame whose sequence number is not the next one expected.
+class ordered_reader {
+public:
+  ordered_reader(subscriber_client& client, std::uint32_t frames, std::size_t max_frame)
+      : thread_([this, &client, frames, max_frame] {
+          frame f;
+          while (next_.load() < frames && client.receive(f, max_frame)) {
+            const std::uint32_t seq =
+                get_u32(reinterpret_cast<const unsigned char*>(f.payload.data()) + 4);
+            wrong_ += seq == next_.load() ? 0 : 1;
+            next_ = seq + 1;
+          }
+        }) {}
+  ordered_reader(const ordered_reader&) = delete;
+  ordered_reader& operator=(const ordered_reader&) = delete;
+  ~ordered_reader() { join(); }
+  std::uint32_t next() const { return next_.load(); }
+  // The count of frames out of order; joins the thread first.
+  std::uint64_t wrong() {
+    join();
+    return wrong_;
+  }
+
+private:
+  void join() {
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  std::atomic<std::uint32_t> next_{0}; // read by the main thread while it waits
+  std::uint64_t wrong_ = 0;
+  std::thread thread_; // last: starts once the counters exist
+};
+
 void traffic(queue_kind kind) {
   const std::string name = name_of(kind);
   constexpr std::uint16_t channels = 4;
@@ -211,46 +246,51 @@ void traffic(queue_kind kind) {
   check(b.subscribers_dropped() == 0, name + ": no subscriber was too slow");
 }
 
-void slow_subscriber(queue_kind kind) {
-  const std::string name = std::string(name_of(kind)) + " (slow subscriber)";
-  log_sink log;
+// A broker whose subscriber sockets have small send buffers, so that a subscriber which does
+// not keep up fills them (and then its backlog) after a few frames; `small_window` then
+// subscribes a client whose receive buffer is small as well.
+broker_options slow_client_options(queue_kind kind, std::uint16_t channels, std::size_t backlog,
+                                   log_sink& log) {
   broker_options o;
   o.kind = kind;
-  o.channels = 1;
-  o.subscriber_backlog = 16;
+  o.channels = channels;
+  o.subscriber_backlog = backlog;
   o.subscriber_send_buffer = 4096;
   o.max_frame = 2048;
   o.log = log.function();
+  return o;
+}
+
+void small_window(subscriber_client& client, const std::vector<std::uint16_t>& channels) {
+  client.socket().set_option(net::socket_base::receive_buffer_size(4096));
+  client.subscribe(channels);
+}
+
+void slow_subscriber(queue_kind kind) {
+  const std::string name = std::string(name_of(kind)) + " (slow subscriber)";
+  log_sink log;
+  // A budget of 2 s and room for 64 frames: the fast subscriber keeps up on a loaded machine
+  // (with 16 frames and 0.5 s it was dropped too under three busy loops).
+  broker_options o = slow_client_options(kind, 1, 64, log);
+  o.slow_timeout = std::chrono::seconds(2);
   broker b(o);
   net::io_context io;
   subscriber_client slow(io, b.subscriber_port());
-  slow.socket().set_option(net::socket_base::receive_buffer_size(4096));
-  slow.subscribe({0});
+  small_window(slow, {0});
   subscriber_client fast(io, b.subscriber_port());
   fast.subscribe({0});
   constexpr std::uint32_t frames = 3000;
-  std::atomic<std::uint32_t> next{0}; // read by the main thread while it waits
-  std::uint64_t wrong = 0;
-  std::thread reader([&] {
-    frame f;
-    while (next < frames && fast.receive(f, o.max_frame)) {
-      const std::uint32_t seq =
-          get_u32(reinterpret_cast<const unsigned char*>(f.payload.data()) + 4);
-      wrong += seq == next ? 0 : 1;
-      next = seq + 1;
-    }
-  });
+  ordered_reader reader(fast, frames, o.max_frame);
   {
     publisher_client p(io, b.publisher_port());
     for (std::uint32_t k = 0; k < frames; ++k) {
       p.publish(0, payload_of(0, k, 1000)); // ~3 MB: far more than the slow one's buffers
     }
   }
-  check(eventually([&] { return next == frames; }, std::chrono::seconds(60)),
+  check(eventually([&] { return reader.next() == frames; }, std::chrono::seconds(60)),
         name + ": the fast subscriber got every frame within 60 s");
   b.stop();
-  reader.join();
-  check(wrong == 0, name + ": the fast subscriber got them in order, once each");
+  check(reader.wrong() == 0, name + ": the fast subscriber got them in order, once each");
   check(b.subscribers_dropped() == 1, name + ": the slow subscriber was disconnected");
   check(log.has("too slow"), name + ": the disconnection was logged");
 }
@@ -261,19 +301,12 @@ void slow_subscriber(queue_kind kind) {
 void policies(queue_kind kind) {
   const std::string name = std::string(name_of(kind)) + " (policies)";
   log_sink log;
-  broker_options o;
-  o.kind = kind;
-  o.channels = 2;
-  o.subscriber_backlog = 4;
+  broker_options o = slow_client_options(kind, 2, 4, log);
   o.slow_timeout = std::chrono::milliseconds(300);
-  o.subscriber_send_buffer = 4096;
-  o.max_frame = 2048;
-  o.log = log.function();
   broker b(o);
   net::io_context io;
   subscriber_client trickle(io, b.subscriber_port());
-  trickle.socket().set_option(net::socket_base::receive_buffer_size(4096));
-  trickle.subscribe({0});
+  small_window(trickle, {0});
   subscriber_client fast(io, b.subscriber_port());
   fast.subscribe({0, 0, 1}); // channel 0 named twice
   std::atomic<bool> done{false};
@@ -284,17 +317,7 @@ void policies(queue_kind kind) {
     }
   });
   constexpr std::uint32_t frames = 400;
-  std::atomic<std::uint32_t> next{0};
-  std::uint64_t wrong = 0;
-  std::thread fast_reader([&] {
-    frame f;
-    while (next.load() < frames && fast.receive(f, o.max_frame)) {
-      const std::uint32_t seq =
-          get_u32(reinterpret_cast<const unsigned char*>(f.payload.data()) + 4);
-      wrong += seq == next.load() ? 0 : 1;
-      next = seq + 1;
-    }
-  });
+  ordered_reader fast_reader(fast, frames, o.max_frame);
   const auto t0 = clock_type::now();
   {
     publisher_client p(io, b.publisher_port());
@@ -303,7 +326,7 @@ void policies(queue_kind kind) {
     }
   }
   // 400 frames at the trickle's pace would take 8 s; its budget lets it hold them up 0.3 s.
-  check(eventually([&] { return next.load() == frames; }, std::chrono::seconds(30)),
+  check(eventually([&] { return fast_reader.next() == frames; }, std::chrono::seconds(30)),
         name + ": the fast subscriber got every frame");
   check(clock_type::now() - t0 < std::chrono::seconds(5),
         name + ": a trickling subscriber held the channel up for less than 5 s");
@@ -324,9 +347,9 @@ void policies(queue_kind kind) {
   done = true;
   b.stop();
   slow_reader.join();
-  fast_reader.join();
-  check(wrong == 0, name + ": the fast subscriber got each frame once, in order (channel 0 "
-                           "was named twice)");
+  check(fast_reader.wrong() == 0,
+        name + ": the fast subscriber got each frame once, in order (channel 0 "
+               "was named twice)");
 }
 
 // stop() while publishers send at full speed into full channels and a subscriber never reads:
