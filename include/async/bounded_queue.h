@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -130,7 +131,8 @@ public:
   static constexpr std::size_t cacheline_size = line_size;
 
   /// Creates an empty queue holding at most `capacity` elements (any value >= 1; powers of two
-  /// are fastest). Throws std::invalid_argument for 0, std::bad_alloc if memory runs out.
+  /// are fastest). Throws std::invalid_argument for 0, std::bad_alloc if memory runs out (or
+  /// the capacity could not fit in memory at all, such as SIZE_MAX).
   /// Not thread-safe (construction).
   explicit bounded_queue(std::size_t capacity) : bounded_queue(capacity, detail::first_ticket{0}) {}
 
@@ -141,8 +143,13 @@ public:
         mask_(capacity_ - 1) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
-    abandoned_ = static_cast<atom<std::uint64_t>*>(
-        detail::aligned_allocate(capacity_ * sizeof(atom<std::uint64_t>), line_size));
+    try {
+      abandoned_ = static_cast<atom<std::uint64_t>*>(
+          detail::aligned_allocate(capacity_ * sizeof(atom<std::uint64_t>), line_size));
+    } catch (...) {
+      detail::aligned_free(ring_); // no destructor runs for a constructor that throws
+      throw;
+    }
     for (std::size_t i = 0; i < ring_slots_; ++i) {
       ::new (static_cast<void*>(ring_ + i)) slot();
     }
@@ -387,6 +394,13 @@ private:
   static std::size_t checked_capacity(std::size_t capacity) {
     if (capacity == 0) {
       throw std::invalid_argument("async::bounded_queue: capacity must be at least 1");
+    }
+    // Beyond this the sizes below would wrap around (the ring has up to a block more slots
+    // than the capacity): no memory holds such a queue.
+    constexpr std::size_t largest_entry =
+        sizeof(slot) > sizeof(atom<std::uint64_t>) ? sizeof(slot) : sizeof(atom<std::uint64_t>);
+    if (capacity > std::numeric_limits<std::size_t>::max() / 2 / largest_entry) {
+      throw std::bad_alloc();
     }
     return capacity;
   }

@@ -25,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -250,6 +251,10 @@ public:
         ASYNC_FAULT_THREAD_START();
         raw->thread = std::thread([this, raw] { work(*raw); });
         active_.push_back(std::move(w));
+      }
+      if (active_.size() > n) {
+        // Room first: a retiree that could not be listed would leave without being counted.
+        retiring_.reserve(retiring_.size() + (active_.size() - n));
       }
       while (active_.size() > n) {
         active_.back()->retire.store(true, std::memory_order_relaxed);
@@ -610,10 +615,15 @@ private:
         break;
       }
       if (self.retire.load(std::memory_order_relaxed)) {
-        // Counted (inherited); the retiring hand-off gives it to the others.
-        self.in_task = false;
-        self.local.push_oldest(std::move(t));
-        return;
+        // Counted (inherited); the retiring hand-off gives it to the others. Without memory
+        // to queue it (push_oldest left it untouched), this thread runs it before leaving.
+        try {
+          self.local.push_oldest(std::move(t));
+          self.in_task = false;
+          return;
+        } catch (const std::bad_alloc&) {
+          ASYNC_PERTURB(); // no room for the hand-off: run it here
+        }
       }
     }
     self.in_task = false;
@@ -862,17 +872,32 @@ private:
     current_worker() = nullptr;
     std::unique_lock<std::mutex> local_lock = self.local.lock();
     detail::ring_deque<detail::task>& mine = self.local.tasks(local_lock);
-    if (!mine.empty()) {
-      queued_.fetch_add(mine.size(), std::memory_order_relaxed);
+    std::size_t handed = 0;
+    while (!mine.empty()) {
+      handed = mine.size();
       if (injection_.empty()) {
         injection_.swap(mine); // no allocation
-      } else {
-        injection_.reserve(injection_.size() + mine.size()); // then the moves cannot throw
-        for (std::size_t i = 0; i < mine.size(); ++i) {
-          injection_.push_back(std::move(mine[i]));
-        }
-        mine.clear();
+        break;
       }
+      try {
+        injection_.reserve(injection_.size() + mine.size()); // then the moves cannot throw
+      } catch (const std::bad_alloc&) {
+        // A retiree has nobody to report to: it waits for memory, then tries again (its
+        // tasks stay in its queue meanwhile, where cancel_pending still finds them).
+        local_lock.unlock();
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        lock.lock();
+        local_lock.lock();
+        continue;
+      }
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        injection_.push_back(std::move(mine[i]));
+      }
+      mine.clear();
+    }
+    if (handed != 0) {
+      queued_.fetch_add(handed, std::memory_order_relaxed);
       idle_.notify_all();
       idle_cv_.notify_all();
     }
@@ -964,11 +989,26 @@ private:
         }
         continue;
       }
-      for (auto& w : active_) {
-        w->retire.store(true, std::memory_order_relaxed);
-        retiring_.push_back(std::move(w));
+      if (retiring_.empty()) {
+        retiring_.swap(active_); // no allocation
+      } else {
+        try {
+          retiring_.reserve(retiring_.size() + active_.size());
+        } catch (const std::bad_alloc&) {
+          // The destructor cannot report it: wait for memory, then go round again.
+          lock.unlock();
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          lock.lock();
+          continue;
+        }
+        for (auto& w : active_) {
+          retiring_.push_back(std::move(w));
+        }
+        active_.clear();
       }
-      active_.clear();
+      for (auto& w : retiring_) {
+        w->retire.store(true, std::memory_order_relaxed);
+      }
       size_.store(0, std::memory_order_relaxed);
       idle_.notify_all(); // parked retirees wake up and leave
     }
@@ -979,6 +1019,11 @@ private:
     std::vector<std::unique_ptr<worker>> to_join;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      try {
+        to_join.reserve(retiring_.size()); // then the moves below cannot throw
+      } catch (const std::bad_alloc&) {
+        return; // they stay listed: a later configurepool or the destructor joins them
+      }
       for (auto it = retiring_.begin(); it != retiring_.end();) {
         if ((*it)->finished) {
           to_join.push_back(std::move(*it));

@@ -38,6 +38,18 @@ TEST_CASE("capacity 0 is rejected with std::invalid_argument", "[bounded_queue]"
   CHECK_THROWS_AS(bounded_queue<int>(0), std::invalid_argument);
 }
 
+TEST_CASE("a capacity no memory could hold is std::bad_alloc, not a wrapped-around size",
+          "[bounded_queue]") {
+  // The byte counts wrapped around: a tiny block was allocated and the slots were constructed
+  // far past its end (a crash at 2^61).
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  for (std::size_t cap : {most, most / 2 + 1, most / 16}) {
+    INFO("capacity " << cap);
+    CHECK_THROWS_AS(bounded_queue<int>(cap), std::bad_alloc);
+    CHECK_THROWS_AS(bounded_queue<std::string>(cap), std::bad_alloc);
+  }
+}
+
 TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[bounded_queue]") {
   for (std::size_t cap : {1u, 2u, 3u, 5u, 7u, 65u, 100u, 1000u, 1024u, 1100u}) {
     INFO("capacity " << cap);

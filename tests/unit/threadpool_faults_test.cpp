@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <new>
 #include <system_error>
 #include <thread>
@@ -168,6 +169,103 @@ TEST_CASE("cancel_pending that runs out of memory cancels nothing and breaks not
     }
   }
   CHECK(refused > 0);
+}
+
+TEST_CASE("configurepool that runs out of memory while shrinking loses no worker",
+          "[threadpool][faults]") {
+  // The worker was told to retire before it was listed among the retirees; listing it threw,
+  // so it left while still counted: size() stayed 1 with no thread behind it, a post never ran
+  // and the destructor waited for ever.
+  threadpool pool(1);
+  pool.post([] {}).get();
+  fail_next_allocation = true;
+  CHECK_THROWS_AS(pool.configurepool(0), std::bad_alloc);
+  fail_next_allocation = false;
+  CHECK(pool.size() == 1);
+  auto f = pool.post([] { return 7; });
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK(f.get() == 7);
+  pool.configurepool(0); // and it still shrinks
+  CHECK(pool.size() == 0);
+}
+
+TEST_CASE("a retiring worker that runs out of memory handing its next task over runs it",
+          "[threadpool][faults]") {
+  // Putting the task of its next slot back into its queue needed memory; the bad_alloc escaped
+  // the worker's thread: std::terminate.
+  threadpool pool(1);
+  std::future<int> second;
+  pool.post([&] {
+        second = pool.post([] { return 2; }); // its first post: waits in the next slot
+        pool.configurepool(0);                // this worker retires after this task
+        fail_next_allocation = true;          // on the worker's thread
+      })
+      .get();
+  REQUIRE(second.wait_for(10s) == std::future_status::ready); // it ran before leaving
+  CHECK(second.get() == 2);
+  CHECK(pool.wait_idle_for(10s));
+}
+
+TEST_CASE("a retiring worker that runs out of memory handing its queue over loses nothing",
+          "[threadpool][faults]") {
+  // Moving its queued tasks behind the outside posts needed memory; the bad_alloc escaped the
+  // worker's thread: std::terminate.
+  std::atomic<int> ran{0};
+  std::atomic<bool> busy{false};
+  std::atomic<bool> posted{false};
+  threadpool pool(1);
+  pool.execute([&] {
+    busy = true;
+    for (int k = 0; k < 10; ++k) { // the first waits in the next slot, nine are queued locally
+      pool.execute([&ran] { ran.fetch_add(1); });
+    }
+    pool.configurepool(0); // retires after this task
+    while (!posted.load()) {
+      std::this_thread::yield();
+    }
+    fail_next_allocation = true; // the worker's next allocation: the hand-over's
+  });
+  while (!busy.load()) {
+    std::this_thread::yield();
+  }
+  pool.execute([&ran] { ran.fetch_add(1); }); // to the pool's queue, not empty at the hand-over
+  posted = true;
+  std::this_thread::sleep_for(50ms);
+  pool.configurepool(1);
+  CHECK(pool.wait_idle_for(10s));
+  CHECK(ran.load() == 11);
+}
+
+TEST_CASE("joining retirees without memory neither throws nor destroys a running thread",
+          "[threadpool][faults]") {
+  // join_retired moved retirees one by one into a list that grew: when growing threw, the
+  // moved ones were destroyed unjoined: std::terminate.
+  for (int before = 0; before < 3; ++before) {
+    threadpool pool(3);
+    pool.configurepool(0);
+    std::this_thread::sleep_for(100ms); // the retirees have finished: joinable at once
+    allocations_before_failure = before;
+    CHECK_NOTHROW(pool.configurepool(0)); // joins what it can; the rest is joined later
+    allocations_before_failure = -1;
+    pool.configurepool(1);
+    CHECK(pool.post([] { return 1; }).get() == 1);
+  }
+}
+
+TEST_CASE("a pool destroyed while memory runs out still ends cleanly", "[threadpool][faults]") {
+  // Retiring the workers in the destructor listed them one by one: the bad_alloc escaped the
+  // destructor (noexcept): std::terminate.
+  std::atomic<int> ran{0};
+  for (int before = 0; before < 4; ++before) {
+    {
+      threadpool pool(2);
+      pool.execute([&ran] { ran.fetch_add(1); });
+      CHECK(pool.wait_idle_for(10s));
+      allocations_before_failure = before;
+    }
+    allocations_before_failure = -1;
+  }
+  CHECK(ran.load() == 4);
 }
 
 #endif
