@@ -248,6 +248,16 @@ TEST_CASE("outstanding work: join waits for every work guard", "[asio]") {
   CHECK_FALSE(joined.load()); // `tracked` and `copy` still track
   CHECK(context.outstanding_work() == 2);
   {
+    executor assigned = context.get_executor(); // untracked
+    assigned = *tracked;                        // copy-assigned from a tracked one: tracks
+    CHECK(context.outstanding_work() == 3);
+    executor& alias = assigned;
+    assigned = std::move(alias); // moved onto itself: keeps its count
+    CHECK(context.outstanding_work() == 3);
+    assigned = context.get_executor(); // an untracked one replaces it: the count is given back
+    CHECK(context.outstanding_work() == 2);
+  }
+  {
     executor moved = std::move(*copy); // the count moves with it
     CHECK(context.outstanding_work() == 2);
     *copy = net::require(moved, net::execution::outstanding_work.untracked);

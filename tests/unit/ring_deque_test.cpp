@@ -149,3 +149,21 @@ TEST_CASE("ring_deque holds the pool's tasks: each runs once, none leaks", "[rin
   }
   CHECK(runs == 50 * 101);
 }
+
+TEST_CASE("a task moved from an empty task, or onto itself, stays what it was", "[ring_deque]") {
+  using async::detail::task;
+  int runs = 0;
+  task empty;
+  task moved(std::move(empty)); // from an empty task: empty
+  CHECK_FALSE(moved);
+  task t([&runs] { ++runs; });
+  task& alias = t;
+  t = std::move(alias); // onto itself: still holds its callable
+  REQUIRE(t);
+  t();
+  CHECK(runs == 1);
+  task other([&runs] { runs += 10; });
+  other = std::move(moved); // an empty task replaces a full one: the callable is dropped
+  CHECK_FALSE(other);
+  CHECK(runs == 1);
+}
