@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
@@ -234,6 +235,50 @@ TEST_CASE("a retiring worker that runs out of memory handing its queue over lose
   pool.configurepool(1);
   CHECK(pool.wait_idle_for(10s));
   CHECK(ran.load() == 11);
+}
+
+TEST_CASE("a worker that runs out of memory taking a batch of outside posts leaves them queued",
+          "[threadpool][faults]") {
+  // With outside posts queued deeper than two batches and every other worker busy, a worker
+  // moves a batch of them into its own queue; when that queue cannot grow, the tasks must stay
+  // in the pool's queue (a bad_alloc escaping the worker's thread is std::terminate).
+  threadpool pool(1);
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  constexpr int n = 100;
+  std::mutex m;
+  std::vector<int> order;
+  order.reserve(n); // the tasks below allocate nothing on the worker
+  pool.execute([&] {
+    started = true;
+    while (!release.load()) {
+      std::this_thread::yield();
+    }
+    fail_next_allocation = true; // the worker's next allocation: room for the batch
+  });
+  while (!started.load()) {
+    std::this_thread::yield();
+  }
+  for (int k = 0; k < n; ++k) {
+    pool.execute([&m, &order, k] {
+      std::lock_guard<std::mutex> lock(m);
+      order.push_back(k);
+    });
+  }
+  release = true;
+  REQUIRE(pool.wait_idle_for(10s));
+  std::atomic<bool> left_set{true};
+  pool.execute([&left_set] {
+    left_set = fail_next_allocation; // false: an allocation of the worker took the failure
+    fail_next_allocation = false;
+  });
+  REQUIRE(pool.wait_idle_for(10s));
+  CHECK_FALSE(left_set.load());
+  std::lock_guard<std::mutex> lock(m);
+  REQUIRE(order.size() == std::size_t(n)); // each ran once, in post order (one worker)
+  for (int k = 0; k < n; ++k) {
+    CHECK(order[static_cast<std::size_t>(k)] == k);
+  }
 }
 
 TEST_CASE("joining retirees without memory neither throws nor destroys a running thread",
