@@ -382,6 +382,9 @@ private:
     detail::next_slot next; // the first task that the running task posted
     bool in_task = false;   // owner only: a task is running (the only time the slot is filled)
     unsigned looks = 0;     // owner only: find_work calls, for the turns of steal_turn
+    // Owner only: tasks this worker finished and has not yet subtracted from pending_ (it
+    // does so before it looks beyond its own queue, and every finished_max tasks).
+    std::size_t finished_uncounted = 0;
     std::thread thread;
     detail::local_queue local;       // further tasks posted by this worker's tasks
     std::atomic<bool> retire{false}; // set under the pool's mutex_, polled between tasks
@@ -402,6 +405,8 @@ private:
   static constexpr unsigned steal_turn = 8;
   // At most this many outside posts move to a worker's local queue at a time (take_batch).
   static constexpr std::size_t batch_max = 16;
+  // A worker running tasks from its own queue subtracts them from pending_ this many at a time.
+  static constexpr std::size_t finished_max = 32;
   static constexpr std::chrono::microseconds stale_after() { return std::chrono::microseconds(50); }
   static constexpr std::chrono::microseconds watch_period_max() {
     return std::chrono::microseconds(500);
@@ -627,7 +632,26 @@ private:
       }
     }
     self.in_task = false;
-    finish();
+    // Counted later, in one subtraction (count_finished): pending_ shares its line with every
+    // poster, and while this worker runs tasks pending_ cannot reach 0 through them anyway.
+    if (++self.finished_uncounted == finished_max) {
+      count_finished(self);
+    }
+  }
+
+  // Subtracts the tasks `self` finished from pending_ (before the worker looks beyond its own
+  // queue, so that an idle pool reaches 0); wakes the idle waiters when they were the last.
+  void count_finished(worker& self) {
+    const std::size_t n = self.finished_uncounted;
+    if (n == 0) {
+      return;
+    }
+    self.finished_uncounted = 0;
+    ASYNC_PERTURB(); // finished, not yet counted
+    if (pending_.fetch_sub(n, std::memory_order_acq_rel) == n) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_cv_.notify_all();
+    }
   }
 
   // One task (or task count) less pending; wakes the idle waiters when it was the last.
@@ -831,6 +855,7 @@ private:
       if (!self.retire.load(std::memory_order_relaxed) && self.local.pop_newest(t)) {
         return true;
       }
+      count_finished(self); // before waiting, looking elsewhere or retiring
       // Nothing of our own: watch for outside posts a little before taking the pool's lock (a
       // retiree goes straight to its hand-off).
       bool spun = false;

@@ -818,6 +818,32 @@ TEST_CASE("wait_idle never returns while a task taken from a next slot still run
   }
 }
 
+TEST_CASE("wait_idle sees every task a worker ran from its own queue, however few",
+          "[threadpool]") {
+  // A worker subtracts the tasks it runs from its own queue from the pending count in batches;
+  // what is left of a batch when its queue runs dry must be counted before it waits, or
+  // wait_idle would wait for ever. And nothing may be counted before it ran.
+  threadpool pool(1);
+  for (int n : {1, 2, 31, 32, 33, 40, 64, 65}) {
+    INFO(n << " tasks posted from a task");
+    std::atomic<int> ran{0};
+    std::atomic<bool> last_done{false};
+    pool.execute([&pool, &ran, &last_done, n] {
+      for (int k = 1; k < n; ++k) {
+        pool.execute([&ran] { ran.fetch_add(1); });
+      }
+      pool.execute([&ran, &last_done] {
+        std::this_thread::sleep_for(5ms); // wait_idle is waiting by now
+        ran.fetch_add(1);
+        last_done = true;
+      });
+    });
+    REQUIRE(pool.wait_idle_for(10s));
+    CHECK(last_done.load());
+    CHECK(ran.load() == n);
+  }
+}
+
 TEST_CASE("a waiting task's child is not starved by a stream of outside posts", "[threadpool]") {
   // Idle workers used to look at the next slots only when the injection queue and every local
   // queue were empty: a stream of outside posts kept a blocked parent's child waiting for as
