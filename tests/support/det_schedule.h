@@ -38,13 +38,19 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace async_test {
 namespace det {
@@ -108,6 +114,81 @@ struct plan {
   result run(std::vector<std::function<void()>> bodies);
 };
 
+/// The threads that runs are played on, kept from one run to the next: a test makes thousands
+/// of runs, and starting 2 to 4 threads for each was most of its time under AddressSanitizer
+/// (every new thread maps a stack and its shadow and refills the allocator's caches).
+class crew {
+public:
+  /// The crew of the calling thread (the one that starts runs). Never destroyed: threads left
+  /// in a failed run are blocked for good.
+  static crew& of_this_thread() {
+    static thread_local crew* c = new crew;
+    return *c;
+  }
+
+  /// Runs `job` on thread k of the crew (started if it is not there yet).
+  void start(std::size_t k, std::function<void()> job) {
+    while (members_.size() <= k) {
+      members_.emplace_back(new member);
+    }
+    member& m = *members_[k];
+    {
+      std::lock_guard<std::mutex> g(m.mutex);
+      m.job = std::move(job);
+      m.busy = true;
+    }
+    m.cv.notify_all();
+  }
+
+  /// Waits until threads 0..n-1 have returned from their jobs.
+  void wait_until_idle(std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+      member& m = *members_[k];
+      std::unique_lock<std::mutex> g(m.mutex);
+      m.cv.wait(g, [&] { return !m.busy; });
+    }
+  }
+
+  /// Threads 0..n-1 are blocked in a failed run for good: they are left there (detached,
+  /// their state leaked) and the next run gets new ones.
+  void abandon(std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+      members_[k].release()->thread.detach();
+    }
+    members_.erase(members_.begin(), members_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+private:
+  struct member {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::function<void()> job;
+    bool busy = false;
+    std::thread thread; // last: it starts once the rest is there
+
+    member() : thread([this] { serve(); }) {}
+
+    void serve() {
+      for (;;) {
+        std::function<void()> next;
+        {
+          std::unique_lock<std::mutex> g(mutex);
+          cv.wait(g, [this] { return busy; });
+          next = std::move(job);
+        }
+        next();
+        {
+          std::lock_guard<std::mutex> g(mutex);
+          busy = false;
+        }
+        cv.notify_all();
+      }
+    }
+  };
+
+  std::vector<std::unique_ptr<member>> members_;
+};
+
 class schedule {
 public:
   explicit schedule(plan& p) : plan_(p), rng_(p.seed) {
@@ -126,25 +207,25 @@ public:
   outcome run(std::vector<std::function<void()>>& bodies) {
     const std::size_t n = bodies.size();
     threads_.resize(n);
+    gates_.clear();
+    for (std::size_t k = 0; k < n; ++k) {
+      gates_.emplace_back(new gate);
+    }
     for (std::size_t k = 0; k < n; ++k) {
       threads_[k].priority = static_cast<int>(next_random() % 1000) + 1000;
     }
-    std::vector<std::thread> handles;
+    crew& threads = crew::of_this_thread();
     for (std::size_t k = 0; k < n; ++k) {
-      handles.emplace_back([this, k, &bodies] {
+      threads.start(k, [this, k, &bodies] {
         current_schedule() = this;
         me() = static_cast<int>(k);
-        {
-          std::unique_lock<std::mutex> lock(mutex_);
-          cv_.wait(lock, [&] { return running_ == static_cast<int>(k); });
-        }
+        gates_[k]->pass();
         bodies[k]();
         std::unique_lock<std::mutex> lock(mutex_);
         threads_[k].finished = true;
         const int next = pick(lock, false);
         if (next >= 0) {
-          running_ = next;
-          cv_.notify_all();
+          hand_to(lock, next);
         } else {
           end_or_timeout(lock);
         }
@@ -152,18 +233,14 @@ public:
     }
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      running_ = pick(lock, false);
-      cv_.notify_all();
+      hand_to(lock, pick(lock, false));
+      lock.lock();
       done_cv_.wait(lock, [this] { return result_set_; });
     }
     if (result_ == outcome::finished) {
-      for (auto& h : handles) {
-        h.join();
-      }
+      threads.wait_until_idle(n);
     } else {
-      for (auto& h : handles) {
-        h.detach();
-      }
+      threads.abandon(n);
     }
     return result_;
   }
@@ -234,7 +311,7 @@ public:
       return false;
     } else {
       end_or_timeout(lock);
-      cv_.wait(lock, [&] { return running_ == me(); });
+      await_baton(lock);
     }
     return !self.timed_out;
   }
@@ -348,15 +425,54 @@ private:
     return options[d.chosen];
   }
 
+  // The baton passes through one gate per thread: opening a gate wakes the one thread that
+  // takes the baton, and the schedule's lock is released before, so that the thread woken
+  // does not wake only to block on it. (One condition variable on the schedule's lock, shared
+  // by all, woke every thread at every step and then made the woken one wait for the lock;
+  // the det tests spent most of their time in the kernel on it.)
+  struct gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool open = false;
+
+    void let_through() {
+      {
+        std::lock_guard<std::mutex> g(m);
+        open = true;
+      }
+      cv.notify_one();
+    }
+    void pass() {
+      std::unique_lock<std::mutex> g(m);
+      cv.wait(g, [this] { return open; });
+      open = false;
+    }
+  };
+
+  // Gives the baton to `next` (>= 0); returns with the lock released.
+  void hand_to(std::unique_lock<std::mutex>& lock, int next) {
+    running_ = next;
+    lock.unlock();
+    gates_[static_cast<std::size_t>(next)]->let_through();
+  }
+
+  // Blocks until the baton comes back to the caller; returns with the lock held.
+  void await_baton(std::unique_lock<std::mutex>& lock) {
+    if (lock.owns_lock()) {
+      lock.unlock();
+    }
+    gates_[static_cast<std::size_t>(me())]->pass();
+    lock.lock();
+  }
+
   // Hands the baton to `next` (which may be the caller) and waits until it comes back.
   void switch_to(std::unique_lock<std::mutex>& lock, int next) {
     const int k = me();
     if (next == k) {
       return;
     }
-    running_ = next;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return running_ == k; });
+    hand_to(lock, next);
+    await_baton(lock);
   }
 
   // Nobody can run: the run has ended, or a timed sleeper times out, or it is a deadlock.
@@ -376,8 +492,7 @@ private:
       if (!t.finished && t.parked_on != nullptr && t.timed) {
         t.parked_on = nullptr;
         t.timed_out = true;
-        running_ = static_cast<int>(k);
-        cv_.notify_all();
+        hand_to(lock, static_cast<int>(k));
         return;
       }
     }
@@ -392,7 +507,7 @@ private:
       done_cv_.notify_all();
     }
     if (me() >= 0) {
-      cv_.wait(lock, [] { return false; }); // a scheduled thread stays here for good
+      done_cv_.wait(lock, [] { return false; }); // a scheduled thread stays here for good
     }
   }
 
@@ -406,14 +521,36 @@ private:
   int lowest_priority_ = 999;
   std::uint64_t steps_ = 0;
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::vector<std::unique_ptr<gate>> gates_;
   int running_ = -1;
   std::condition_variable done_cv_;
   bool result_set_ = false;
   outcome result_ = outcome::finished;
 };
 
+/// Keeps the calling thread, and so the threads of its runs (they inherit it), on the CPU it
+/// is on now. Only one thread of a run goes at a time, so nothing is lost, and a hand-over of
+/// the baton becomes a switch on one core instead of a wake-up sent to another (on the 2-vCPU
+/// VM the det tests took half the time, and left the other core to the tests beside them).
+inline void stay_on_this_cpu() {
+#if defined(__linux__)
+  static thread_local bool done = false;
+  if (done) {
+    return;
+  }
+  done = true;
+  const int cpu = sched_getcpu();
+  if (cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    (void)sched_setaffinity(0, sizeof one, &one); // an error leaves it as it was: still correct
+  }
+#endif
+}
+
 inline plan::result plan::run(std::vector<std::function<void()>> bodies) {
+  stay_on_this_cpu();
   trace.clear();
   auto* s = new schedule(*this);
   const outcome o = s->run(bodies);
