@@ -114,6 +114,27 @@ struct plan {
   result run(std::vector<std::function<void()>> bodies);
 };
 
+/// A binary semaphore for one waiter: let_through() lets the next (or a waiting) pass() go on
+/// once. What the opener wrote before is visible to the thread that passes (the mutex).
+struct gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+
+  void let_through() {
+    {
+      std::lock_guard<std::mutex> g(m);
+      open = true;
+    }
+    cv.notify_one();
+  }
+  void pass() {
+    std::unique_lock<std::mutex> g(m);
+    cv.wait(g, [this] { return open; });
+    open = false;
+  }
+};
+
 /// The threads that runs are played on, kept from one run to the next: a test makes thousands
 /// of runs, and starting 2 to 4 threads for each was most of its time under AddressSanitizer
 /// (every new thread maps a stack and its shadow and refills the allocator's caches).
@@ -132,20 +153,14 @@ public:
       members_.emplace_back(new member);
     }
     member& m = *members_[k];
-    {
-      std::lock_guard<std::mutex> g(m.mutex);
-      m.job = std::move(job);
-      m.busy = true;
-    }
-    m.cv.notify_all();
+    m.job = std::move(job); // the member waits at `go`: the gate orders this write before it
+    m.go.let_through();
   }
 
   /// Waits until threads 0..n-1 have returned from their jobs.
   void wait_until_idle(std::size_t n) {
     for (std::size_t k = 0; k < n; ++k) {
-      member& m = *members_[k];
-      std::unique_lock<std::mutex> g(m.mutex);
-      m.cv.wait(g, [&] { return !m.busy; });
+      members_[k]->done.pass();
     }
   }
 
@@ -160,28 +175,19 @@ public:
 
 private:
   struct member {
-    std::mutex mutex;
-    std::condition_variable cv;
+    gate go;   // a job is there
+    gate done; // the job has returned
     std::function<void()> job;
-    bool busy = false;
     std::thread thread; // last: it starts once the rest is there
 
     member() : thread([this] { serve(); }) {}
 
     void serve() {
       for (;;) {
-        std::function<void()> next;
-        {
-          std::unique_lock<std::mutex> g(mutex);
-          cv.wait(g, [this] { return busy; });
-          next = std::move(job);
-        }
-        next();
-        {
-          std::lock_guard<std::mutex> g(mutex);
-          busy = false;
-        }
-        cv.notify_all();
+        go.pass();
+        job();
+        job = nullptr;
+        done.let_through();
       }
     }
   };
@@ -430,28 +436,8 @@ private:
   // does not wake only to block on it. (One condition variable on the schedule's lock, shared
   // by all, woke every thread at every step and then made the woken one wait for the lock;
   // the det tests spent most of their time in the kernel on it.)
-  struct gate {
-    std::mutex m;
-    std::condition_variable cv;
-    bool open = false;
-
-    void let_through() {
-      {
-        std::lock_guard<std::mutex> g(m);
-        open = true;
-      }
-      cv.notify_one();
-    }
-    void pass() {
-      std::unique_lock<std::mutex> g(m);
-      cv.wait(g, [this] { return open; });
-      open = false;
-    }
-  };
-
   // Gives the baton to `next` (>= 0); returns with the lock released.
   void hand_to(std::unique_lock<std::mutex>& lock, int next) {
-    running_ = next;
     lock.unlock();
     gates_[static_cast<std::size_t>(next)]->let_through();
   }
@@ -503,7 +489,6 @@ private:
     if (!result_set_) {
       result_ = o;
       result_set_ = true;
-      running_ = -2; // nobody runs any more
       done_cv_.notify_all();
     }
     if (me() >= 0) {
@@ -522,16 +507,15 @@ private:
   std::uint64_t steps_ = 0;
   std::mutex mutex_;
   std::vector<std::unique_ptr<gate>> gates_;
-  int running_ = -1;
   std::condition_variable done_cv_;
   bool result_set_ = false;
   outcome result_ = outcome::finished;
 };
 
-/// Keeps the calling thread, and so the threads of its runs (they inherit it), on the CPU it
-/// is on now. Only one thread of a run goes at a time, so nothing is lost, and a hand-over of
-/// the baton becomes a switch on one core instead of a wake-up sent to another (on the 2-vCPU
-/// VM the det tests took half the time, and left the other core to the tests beside them).
+/// Keeps the calling thread, and so the crew threads it starts for its runs (they inherit it),
+/// on the CPU it is on now. Only one thread of a run goes at a time, so nothing is lost, and a
+/// hand-over of the baton becomes a switch on one core instead of a wake-up sent to another (on the
+/// 2-vCPU VM the det tests took half the time, and left the other core to the tests beside them).
 inline void stay_on_this_cpu() {
 #if defined(__linux__)
   static thread_local bool done = false;
