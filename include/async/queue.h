@@ -47,7 +47,7 @@ struct traits {
   /// Slots per node (a power of two, >= 2). A node carries a segment of this many consecutive
   /// tickets; one node is linked, and one recycled, per SEGMENT_SIZE elements. Larger: fewer
   /// segment changes; smaller: a smaller empty queue. Memory of a node: about
-  /// SEGMENT_SIZE x (4 + sizeof(T), rounded up to alignof(T)) bytes plus two cache lines.
+  /// SEGMENT_SIZE x (1 + sizeof(T)) bytes plus two cache lines.
   static constexpr std::size_t SEGMENT_SIZE = 256;
 
   /// The three levels of the node storage: a node index i lives in leaf block
@@ -112,10 +112,12 @@ struct traits {
 ///     consumer and no other element. blocking_dequeue and dequeue_for park on an empty queue.
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
-/// Memory: per element, its slot (4 + sizeof(T) rounded up to alignof(T)); per node SEGMENT_SIZE
-/// slots plus two cache lines; per queue the L1 top-level pointers and a few cache lines. An
-/// empty queue holds one middle block and one leaf block (L3 nodes). After draining, nodes are
-/// reused, so a steady load does not grow memory; memory is given back by ~queue only.
+/// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to
+/// 64 bytes, their states first, then their elements); per node SEGMENT_SIZE slots plus two
+/// cache lines; per queue the L1 top-level pointers and a few cache lines (8-byte elements:
+/// about 10.5 bytes each, bench_memory). An empty queue holds one middle block and one leaf block
+/// (L3 nodes). After draining, nodes are reused, so a steady load does not grow memory; memory is
+/// given back by ~queue only.
 ///
 /// When not to use: for a fixed capacity with blocking producers use async::bounded_queue; for
 /// one producer and one consumer a single-producer ring is cheaper.
@@ -215,7 +217,7 @@ public:
     const std::uint64_t head = head_.value.load(std::memory_order_acquire);
     segments_.for_each_segment([this, head](std::uint32_t i, std::uint64_t s) {
       for (std::uint64_t t = s * segment_size; t < (s + 1) * segment_size; ++t) {
-        slot& e = segments_.slot(i, t);
+        const slot e = segments_.slot(i, t);
         if (t >= head && e.state.load(std::memory_order_acquire) == slot_full) {
           e.element.destroy();
         }
@@ -240,7 +242,7 @@ public:
       return false;
     }
     const std::uint32_t i = segments_.find(list::producers, hint, t / segment_size);
-    slot& s = segments_.slot(i, t);
+    const slot s = segments_.slot(i, t);
     if (!emplace(i, s, std::forward<Args>(args)...)) {
       return false;
     }
@@ -414,17 +416,19 @@ private:
   // moves the element in) -> full, or void if the move throws. A consumer never skips a
   // writing slot: it waits for the move. So an element that is slow to move is skipped at most
   // once, instead of being moved from ticket to ticket for as long as a consumer polls.
-  static constexpr std::uint32_t slot_empty = 0; // what segment_list resets a slot to
-  static constexpr std::uint32_t slot_full = 1;
-  static constexpr std::uint32_t slot_skipped = 2;
-  static constexpr std::uint32_t slot_void = 3;
-  static constexpr std::uint32_t slot_writing = 4;
+  // One byte each: a slot costs one byte beside its element.
+  using state = std::uint8_t;
+  static constexpr state slot_empty = 0; // what segment_list resets a slot to
+  static constexpr state slot_full = 1;
+  static constexpr state slot_skipped = 2;
+  static constexpr state slot_void = 3;
+  static constexpr state slot_writing = 4;
 
-  // Its state is written by the producer of its ticket (publish, void, claim) and by its
-  // consumer (skip).
-  using slot = detail::slot<T, std::uint32_t, atom>;
-  using list = detail::segment_list<slot, segment_size, level1, level2, level3, index_bits,
+  using list = detail::segment_list<T, state, segment_size, level1, level2, level3, index_bits,
                                     tag_bits, line_size, atom>;
+  // A slot's state is written by the producer of its ticket (publish, void, claim) and by its
+  // consumer (skip).
+  using slot = typename list::slot_ref;
   using word = typename list::word;
   using walk = typename list::walk;
   using finish_batch = typename list::finish_batch;
@@ -475,7 +479,7 @@ private:
 
   // Constructs the element in slot s of node i; a throwing constructor voids the slot.
   template <typename... Args>
-  bool emplace(std::uint32_t i, slot& s, Args&&... args) {
+  bool emplace(std::uint32_t i, const slot& s, Args&&... args) {
     return s.template emplace<noexcept_check>([this, i, &s] { void_slot(i, s); },
                                               std::forward<Args>(args)...);
   }
@@ -483,15 +487,15 @@ private:
   // (UP1) seq_cst: publishes the element (pairs with the consumer's (UT1)); seq_cst orders it
   // before the waiter check of waiting_.notify() (EC2). Fails when the consumer skipped the
   // slot.
-  static bool publish(slot& s) noexcept {
-    std::uint32_t expected = slot_empty;
+  static bool publish(const slot& s) noexcept {
+    state expected = slot_empty;
     return s.state.compare_exchange_strong(expected, slot_full, std::memory_order_seq_cst,
                                            std::memory_order_acquire);
   }
 
   // The producer gives up its slot: the consumer passes it (or already did).
-  void void_slot(std::uint32_t i, slot& s) noexcept {
-    std::uint32_t expected = slot_empty;
+  void void_slot(std::uint32_t i, const slot& s) noexcept {
+    state expected = slot_empty;
     // release: the consumer's acquire sees that nothing is there. On failure the consumer has
     // already skipped the slot and the producer is the last to leave, or the slot is void
     // already (a bulk call voiding what is left after a throw): nothing to do.
@@ -506,7 +510,7 @@ private:
   void void_rest(walk& round) noexcept {
     for (; round.next < round.end; ++round.next) {
       std::uint32_t i = 0;
-      slot& s = round.slot(i);
+      const slot s = round.slot(i);
       void_slot(i, s);
     }
   }
@@ -523,7 +527,7 @@ private:
     try {
       while (round.next < round.end) {
         std::uint32_t i = 0;
-        slot& s = round.slot(i);
+        const slot s = round.slot(i);
         const std::uint64_t t = round.next;
         // From the moment a constructor (or place_carried) starts on slot t, the slot is its to
         // settle: it voids the slot when it throws, and voiding a slot twice would count a
@@ -571,7 +575,7 @@ private:
   // The consumer skipped slot s (node i) before its element was published: move the element
   // into `carry` and leave the slot for good. If the move throws, the element is destroyed
   // (the enqueue fails with that exception) and the slot is left all the same.
-  void hand_back(std::uint32_t i, slot& s, detail::holder<T>& carry) {
+  void hand_back(std::uint32_t i, const slot& s, detail::holder<T>& carry) {
     const auto done = detail::at_scope_exit([this, i, &s] {
       s.element.destroy();
       segments_.finish(i);
@@ -581,7 +585,7 @@ private:
   }
 
   // The element in slot s of node i was skipped by its consumer: move it to a new ticket.
-  bool relocate(std::uint32_t i, slot& s) {
+  bool relocate(std::uint32_t i, const slot& s) {
     detail::holder<T> carry;
     hand_back(i, s, carry);
     for (;;) {
@@ -610,8 +614,8 @@ private:
   // skipped, having moved nothing and left the slot (finished), when its consumer skipped it
   // before the claim. If the move throws, the slot is voided, the element is destroyed, and the
   // exception propagates (without NOEXCEPT_CHECK) or lost is returned.
-  carried place_carried(std::uint32_t i, slot& s, detail::holder<T>& carry) {
-    std::uint32_t expected = slot_empty;
+  carried place_carried(std::uint32_t i, const slot& s, detail::holder<T>& carry) {
+    state expected = slot_empty;
     // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
     // published by the claim, the release comes with the element).
     if (!s.state.compare_exchange_strong(expected, slot_writing, std::memory_order_acquire,
@@ -681,7 +685,7 @@ private:
     try {
       for (; round.next < round.end; ++round.next) {
         std::uint32_t i = 0;
-        slot& s = round.slot(i);
+        const slot s = round.slot(i);
         if (take(i, s, round.next, finished, [&out](T& v) {
               detail::assign_relocated(*out, v);
               ++out;
@@ -692,7 +696,7 @@ private:
     } catch (...) {
       for (++round.next; round.next < round.end; ++round.next) {
         std::uint32_t i = 0;
-        slot& s = round.slot(i);
+        const slot s = round.slot(i);
         take(i, s, round.next, finished, [](T&) {});
       }
       throw;
@@ -704,7 +708,8 @@ private:
   // deliver(T&), then destroys it and counts the slot in `finished` (also when deliver throws).
   // Returns false when the slot carried nothing (skipped or void).
   template <typename Deliver>
-  bool take(std::uint32_t i, slot& s, std::uint64_t mine, finish_batch& finished, Deliver deliver) {
+  bool take(std::uint32_t i, const slot& s, std::uint64_t mine, finish_batch& finished,
+            Deliver deliver) {
     if (!await_slot(i, s, mine)) {
       return false;
     }
@@ -718,27 +723,27 @@ private:
 
   // Waits briefly for the producer of `mine`; true when the slot holds an element. Otherwise
   // the slot is left for good: skipped (its producer will move the element elsewhere) or void.
-  bool await_slot(std::uint32_t i, slot& s, std::uint64_t mine) noexcept {
+  bool await_slot(std::uint32_t i, const slot& s, std::uint64_t mine) noexcept {
     // (UT1) seq_cst (acquire for the element): pairs with (UP1).
-    std::uint32_t state = s.state.load(std::memory_order_seq_cst);
-    if (ASYNC_UNLIKELY(state == slot_empty)) {
+    state now = s.state.load(std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(now == slot_empty)) {
       // Wait only while the ticket has a producer (who is constructing right now).
       for (unsigned spins = 0; spins < spin_budget; ++spins) {
         if ((spins & 31) == 0 && effective_tail() <= mine) {
           break;
         }
         detail::cpu_pause();
-        state = s.state.load(std::memory_order_seq_cst);
-        if (state != slot_empty) {
+        now = s.state.load(std::memory_order_seq_cst);
+        if (now != slot_empty) {
           break;
         }
       }
-      if (state == slot_empty) {
+      if (now == slot_empty) {
         ASYNC_PERTURB(); // about to skip
         // seq_cst (acq_rel would do for the slot): on success the producer's failing publish
         // sees the skip; on failure we read what the producer published (pairs with (UP1) or
         // void_slot).
-        if (s.state.compare_exchange_strong(state, slot_skipped, std::memory_order_seq_cst,
+        if (s.state.compare_exchange_strong(now, slot_skipped, std::memory_order_seq_cst,
                                             std::memory_order_seq_cst)) {
           return false; // the producer (if one ever comes) is the last to leave
         }
@@ -746,15 +751,15 @@ private:
     }
     // A producer claimed the slot for an element it is moving in: wait for the move (pause,
     // then yield; it cannot park: nobody wakes a claimed slot's waiter).
-    if (ASYNC_UNLIKELY(state == slot_writing)) {
+    if (ASYNC_UNLIKELY(now == slot_writing)) {
       detail::spin_then_yield active(spin_budget);
       do {
         active.wait();
         // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
-        state = s.state.load(std::memory_order_seq_cst);
-      } while (state == slot_writing);
+        now = s.state.load(std::memory_order_seq_cst);
+      } while (now == slot_writing);
     }
-    if (state == slot_void) {
+    if (now == slot_void) {
       segments_.finish(i);
       return false;
     }

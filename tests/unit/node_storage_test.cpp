@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: BSL-1.0
-// The building blocks of the unbounded queue: the {index, tag} word and the 3-level, grow-only,
-// type-stable node storage (sequential, exhaustion, lifetimes, concurrent growth).
+// The building blocks of the unbounded queue: the {index, tag} word, the 3-level, grow-only,
+// type-stable node storage (sequential, exhaustion, lifetimes, concurrent growth), and the
+// layout of a segment's slots.
 #include <async/detail/node_storage.h>
+#include <async/detail/segment_list.h>
 #include <async/detail/tagged_index.h>
 
 #include "test_support.h"
 
 #include "async_catch.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -121,4 +125,84 @@ TEST_CASE("node_storage grows correctly under concurrent allocation", "[node_sto
     CHECK(counted_node::alive() == static_cast<long>(leaves * L3)); // losers freed their blocks
   }
   CHECK(counted_node::alive() == 0);
+}
+
+namespace {
+
+struct three_bytes {
+  char c[3];
+};
+struct twenty_four_bytes {
+  std::uint64_t w[3];
+};
+struct alignas(16) sixteen_aligned {
+  std::uint64_t w[2];
+};
+struct alignas(64) line_aligned {
+  char c[64];
+};
+struct two_hundred_bytes {
+  char c[200];
+};
+
+// Checks every slot of segment 0 of a segment_list<T, std::uint8_t, Segment, ...> with padding
+// granule Line: states and elements do not overlap, elements are aligned, a slot's state and
+// element share a 64-byte line where both are small, and (where the segment has room for it)
+// consecutive tickets have their states on different 64-byte lines. Returns the bytes that
+// the segment's slots span, per slot.
+template <typename T, std::size_t Segment, std::size_t Line>
+double check_slot_layout() {
+  using list =
+      async::detail::segment_list<T, std::uint8_t, Segment, 4, 4, 2, 32, 32, Line, std::atomic>;
+  list l(0, 0);
+  const std::uint32_t i = list::link::index(l.hint(list::producers));
+  struct range {
+    std::uintptr_t begin;
+    std::uintptr_t end;
+  };
+  std::vector<range> used;
+  std::vector<std::uintptr_t> states;
+  for (std::uint64_t t = 0; t < Segment; ++t) {
+    const auto s = l.slot(i, t);
+    const auto state = reinterpret_cast<std::uintptr_t>(&s.state);
+    const auto element = reinterpret_cast<std::uintptr_t>(&s.element);
+    REQUIRE(element % alignof(T) == 0);
+    used.push_back(range{state, state + sizeof(s.state)});
+    used.push_back(range{element, element + sizeof(T)});
+    states.push_back(state);
+    if (sizeof(T) <= 16) {
+      CHECK(state / 64 == element / 64); // one line per ticket
+    }
+  }
+  std::sort(used.begin(), used.end(),
+            [](const range& a, const range& b) { return a.begin < b.begin; });
+  for (std::size_t k = 1; k < used.size(); ++k) {
+    REQUIRE(used[k - 1].end <= used[k].begin); // no two parts of slots overlap
+  }
+  if (Segment >= 64 && sizeof(T) <= 16) {
+    for (std::size_t k = 1; k < states.size(); ++k) {
+      CHECK(states[k - 1] / 64 != states[k] / 64); // consecutive tickets: different lines
+    }
+  }
+  return static_cast<double>(used.back().end - used.front().begin) / Segment;
+}
+
+} // namespace
+
+TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines",
+          "[segment_list]") {
+  // Bytes per slot of a full segment: a one-byte state and the element, in groups of up to 64
+  // bytes (a state padded beside each element would take 16 bytes for an 8-byte element).
+  CHECK(check_slot_layout<std::uint64_t, 256, 128>() < 9.5);
+  CHECK(check_slot_layout<std::uint64_t, 256, 64>() < 9.5);
+  CHECK(check_slot_layout<std::uint32_t, 256, 128>() < 5.5);
+  CHECK(check_slot_layout<char, 256, 128>() < 2.5);
+  CHECK(check_slot_layout<std::uint64_t, 2, 128>() < 16.5);
+  CHECK(check_slot_layout<std::uint64_t, 16, 32>() < 12.5);
+  CHECK(check_slot_layout<std::uint16_t, 64, 128>() < 4.1);
+  CHECK(check_slot_layout<three_bytes, 256, 128>() < 4.5);
+  CHECK(check_slot_layout<twenty_four_bytes, 256, 128>() < 32.5);
+  CHECK(check_slot_layout<sixteen_aligned, 256, 128>() < 21.5);
+  CHECK(check_slot_layout<line_aligned, 16, 128>() < 128.5);
+  CHECK(check_slot_layout<two_hundred_bytes, 8, 64>() < 208.5);
 }

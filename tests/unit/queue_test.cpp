@@ -275,6 +275,17 @@ TEST_CASE("queue: reserve pre-allocates the nodes", "[queue]") {
   CHECK(small.nodes_allocated() == 1);
 }
 
+TEST_CASE("queue: a queued 8-byte element takes about 10 bytes of storage", "[queue]") {
+  // A slot is a one-byte state and the element, grouped by line (detail/segment_list.h); a
+  // state beside each element, padded to its alignment, took 16 bytes (17.3 per element here).
+  const std::size_t n = std::size_t(1) << 16;
+  queue<std::uint64_t> q(n);
+  const double per_element = static_cast<double>(q.storage_bytes()) / static_cast<double>(n);
+  INFO("storage bytes per element: " << per_element);
+  CHECK(per_element < 11.0);
+  CHECK(per_element > 9.0);
+}
+
 TEST_CASE("queue: a steady load reuses nodes (memory does not grow)", "[queue]") {
   queue<int> q;
   int out = 0;

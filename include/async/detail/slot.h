@@ -3,8 +3,9 @@
 // The element side of both queues, written once:
 //   element_storage<T>   raw storage for one T, constructed and destroyed by hand
 //   slot<T, Word, Atom>  a state word (the queue defines its values) and an element_storage
-//   slot::emplace        construction that leaves a hole for the consumer when T's constructor
+//   construct_or_hole    construction that leaves a hole for the consumer when T's constructor
 //                        throws, and then rethrows or (NOEXCEPT_CHECK) reports false
+//                        (slot::emplace for a slot)
 //   holder<T>            an element held aside in storage of its own
 //   at_scope_exit(f)     runs f when the scope ends, by return or by exception
 #ifndef ASYNC_DETAIL_SLOT_H
@@ -52,6 +53,39 @@ private:
   alignas(T) unsigned char bytes_[sizeof(T)];
 };
 
+template <bool Catch, typename T, typename Hole, typename... Args>
+bool construct_or_hole_as(std::true_type /*nothrow*/, element_storage<T>& storage, Hole&,
+                          Args&&... args) noexcept {
+  storage.construct(std::forward<Args>(args)...);
+  return true;
+}
+
+template <bool Catch, typename T, typename Hole, typename... Args>
+bool construct_or_hole_as(std::false_type /*may throw*/, element_storage<T>& storage, Hole& hole,
+                          Args&&... args) {
+  try {
+    storage.construct(std::forward<Args>(args)...);
+  } catch (...) {
+    hole();
+    if (Catch) {
+      return false;
+    }
+    throw;
+  }
+  return true;
+}
+
+/// Constructs an element in `storage` from `args`. True when it was built. When T's constructor
+/// throws, hole() runs first (the queue marks the element's slot so that its consumer passes
+/// it), then the exception propagates or, with Catch (the traits' NOEXCEPT_CHECK), the call
+/// returns false.
+template <bool Catch, typename T, typename Hole, typename... Args>
+bool construct_or_hole(element_storage<T>& storage, Hole&& hole, Args&&... args) {
+  return construct_or_hole_as<Catch>(
+      std::integral_constant<bool, std::is_nothrow_constructible<T, Args&&...>::value>(), storage,
+      hole, std::forward<Args>(args)...);
+}
+
 /// A slot of a queue: a state word that says who owns the element storage next to it, written
 /// with the atomic type template Atom (std::atomic; tests put a scheduled one in).
 template <typename T, typename Word, template <typename> class Atom = std::atomic>
@@ -59,35 +93,10 @@ struct slot {
   Atom<Word> state{Word(0)};
   element_storage<T> element;
 
-  /// Constructs the element from `args`. True when it was built. When T's constructor throws,
-  /// hole() runs first (the queue marks the slot so that its consumer passes it), then the
-  /// exception propagates or, with Catch (the traits' NOEXCEPT_CHECK), emplace returns false.
+  /// Constructs the element from `args`: see construct_or_hole above.
   template <bool Catch, typename Hole, typename... Args>
   bool emplace(Hole&& hole, Args&&... args) {
-    return emplace_or_hole<Catch>(
-        std::integral_constant<bool, std::is_nothrow_constructible<T, Args&&...>::value>(), hole,
-        std::forward<Args>(args)...);
-  }
-
-private:
-  template <bool Catch, typename Hole, typename... Args>
-  bool emplace_or_hole(std::true_type /*nothrow*/, Hole&, Args&&... args) noexcept {
-    element.construct(std::forward<Args>(args)...);
-    return true;
-  }
-
-  template <bool Catch, typename Hole, typename... Args>
-  bool emplace_or_hole(std::false_type /*may throw*/, Hole& hole, Args&&... args) {
-    try {
-      element.construct(std::forward<Args>(args)...);
-    } catch (...) {
-      hole();
-      if (Catch) {
-        return false;
-      }
-      throw;
-    }
-    return true;
+    return construct_or_hole<Catch>(element, hole, std::forward<Args>(args)...);
   }
 };
 
