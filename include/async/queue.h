@@ -46,8 +46,9 @@ struct traits {
 
   /// Slots per node (a power of two, >= 2). A node carries a segment of this many consecutive
   /// tickets; one node is linked, and one recycled, per SEGMENT_SIZE elements. Larger: fewer
-  /// segment changes; smaller: a smaller empty queue. Memory of a node: about
-  /// SEGMENT_SIZE x (1 + sizeof(T)) bytes plus two cache lines.
+  /// segment changes; smaller: a smaller empty queue. Memory of a node: two cache lines plus
+  /// SEGMENT_SIZE slots of about 1 + sizeof(T) bytes (slots share groups of up to 64 bytes,
+  /// states first; where a group holds one slot, its state is padded to alignof(T)).
   static constexpr std::size_t SEGMENT_SIZE = 256;
 
   /// The three levels of the node storage: a node index i lives in leaf block
@@ -113,11 +114,11 @@ struct traits {
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to
-/// 64 bytes, their states first, then their elements); per node SEGMENT_SIZE slots plus two
-/// cache lines; per queue the L1 top-level pointers and a few cache lines (8-byte elements:
-/// about 10.5 bytes each, bench_memory). An empty queue holds one middle block and one leaf block
-/// (L3 nodes). After draining, nodes are reused, so a steady load does not grow memory; memory is
-/// given back by ~queue only.
+/// 64 bytes, their states first, then their elements; where only one fits, the state is padded
+/// to alignof(T)); per node SEGMENT_SIZE slots plus two cache lines; per queue the L1 top-level
+/// pointers and a few cache lines (8-byte elements: about 10.5 bytes each, bench_memory). An empty
+/// queue holds one middle block and one leaf block (L3 nodes). After draining, nodes are reused, so
+/// a steady load does not grow memory; memory is given back by ~queue only.
 ///
 /// When not to use: for a fixed capacity with blocking producers use async::bounded_queue; for
 /// one producer and one consumer a single-producer ring is cheaper.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -144,6 +145,15 @@ struct alignas(64) line_aligned {
 struct two_hundred_bytes {
   char c[200];
 };
+struct forty_bytes {
+  std::uint64_t w[5];
+};
+struct fifty_six_chars {
+  char c[56];
+};
+struct twenty_bytes {
+  std::uint32_t w[5];
+};
 
 // Checks every slot of segment 0 of a segment_list<T, std::uint8_t, Segment, ...> with padding
 // granule Line: states and elements do not overlap, elements are aligned, a slot's state and
@@ -179,7 +189,7 @@ double check_slot_layout() {
   for (std::size_t k = 1; k < used.size(); ++k) {
     REQUIRE(used[k - 1].end <= used[k].begin); // no two parts of slots overlap
   }
-  if (Segment >= 64 && sizeof(T) <= 16) {
+  if (Segment >= 64 && (Line >= 128 || sizeof(T) <= 16)) {
     for (std::size_t k = 1; k < states.size(); ++k) {
       CHECK(states[k - 1] / 64 != states[k] / 64); // consecutive tickets: different lines
     }
@@ -197,7 +207,7 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(check_slot_layout<std::uint64_t, 256, 64>() < 9.5);
   CHECK(check_slot_layout<std::uint32_t, 256, 128>() < 5.5);
   CHECK(check_slot_layout<char, 256, 128>() < 2.5);
-  CHECK(check_slot_layout<std::uint64_t, 2, 128>() < 16.5);
+  CHECK(check_slot_layout<std::uint64_t, 2, 128>() < 20.5); // two groups of 24 bytes
   CHECK(check_slot_layout<std::uint64_t, 16, 32>() < 12.5);
   CHECK(check_slot_layout<std::uint16_t, 64, 128>() < 4.1);
   CHECK(check_slot_layout<three_bytes, 256, 128>() < 4.5);
@@ -205,4 +215,33 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(check_slot_layout<sixteen_aligned, 256, 128>() < 21.5);
   CHECK(check_slot_layout<line_aligned, 16, 128>() < 128.5);
   CHECK(check_slot_layout<two_hundred_bytes, 8, 64>() < 208.5);
+  // Groups of one slot, or not filling a line: spread so that neighbours do not share a line.
+  CHECK(check_slot_layout<forty_bytes, 256, 128>() < 48.5);
+  CHECK(check_slot_layout<fifty_six_chars, 256, 128>() < 57.5);
+  CHECK(check_slot_layout<twenty_bytes, 256, 128>() < 22.5);
+  CHECK(check_slot_layout<two_hundred_bytes, 256, 128>() < 208.5);
+  CHECK(check_slot_layout<std::string, 256, 128>() < 40.5);
+
+  // The shapes themselves (also read by reference: C++14 needs their definitions).
+  using words =
+      async::detail::slot_group_shape<std::uint64_t, std::uint8_t, 64, 128, 256, std::atomic>;
+  CHECK(words::count == 7); // 8 bytes of states, 56 of elements
+  CHECK(words::whole_lines);
+  CHECK(words::alignment == 64);
+  CHECK(words::group_bytes == 64);
+  CHECK(words::stride == 1);
+  CHECK(words::groups == 37);
+  CHECK(words::rows == 37);
+  CHECK(words::natural_alignment == alignof(std::uint64_t));
+  using forties =
+      async::detail::slot_group_shape<forty_bytes, std::uint8_t, 64, 128, 256, std::atomic>;
+  CHECK(forties::count == 1);
+  CHECK_FALSE(forties::whole_lines);
+  CHECK(forties::group_bytes == 48);
+  CHECK(forties::stride == 2); // 96 bytes between neighbours
+  CHECK(forties::groups == 256);
+  CHECK(forties::rows == 128);
+  CHECK(forties::at(0) == 0);
+  CHECK(forties::at(1) == 2);
+  CHECK(forties::at(128) == 1);
 }

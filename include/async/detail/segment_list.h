@@ -48,15 +48,25 @@ namespace async {
 namespace detail {
 
 /// How the slots of a segment are grouped: `count` slots per group, the group's states (one
-/// Atom<State> each) and then its elements, the most that fit in a cache line of Line bytes (at
-/// least one), and at most Segment of them. A group whose padding to a whole line is at most
-/// an eighth of the line is aligned to the line (so that no group straddles two lines);
-/// otherwise groups follow one another unpadded (elements too large to share lines well).
-template <typename T, typename State, std::size_t Line, std::size_t Segment,
-          template <typename> class Atom>
+/// Atom<State> each) and then its elements, the most that fit in GroupLine bytes (at least one),
+/// and at most Segment of them. Groups of two slots or more whose padding to GroupLine is at
+/// most an eighth of it are aligned to GroupLine: each is one line. Other groups follow one
+/// another unpadded (a group of one slot is the element with its state, padded to alignof(T)),
+/// and lines may then hold parts of several groups; so that consecutive tickets do not share a
+/// line, ticket k's group is spread like the slots of a ring (at(): `stride` groups apart, as
+/// many as fit in Spread bytes, the padding granule).
+template <typename T, typename State, std::size_t GroupLine, std::size_t Spread,
+          std::size_t Segment, template <typename> class Atom>
 struct slot_group_shape {
   static constexpr std::size_t round_up(std::size_t x, std::size_t to) noexcept {
     return (x + to - 1) / to * to;
+  }
+  static constexpr std::size_t floor_pow2(std::size_t x) noexcept {
+    std::size_t p = 1;
+    while (p * 2 <= x) {
+      p *= 2;
+    }
+    return p;
   }
   static constexpr std::size_t natural_alignment = alignof(element_storage<T>) >
                                                            alignof(Atom<State>)
@@ -69,17 +79,55 @@ struct slot_group_shape {
   }
   static constexpr std::size_t fit() noexcept {
     std::size_t g = 1;
-    while (g < Segment && bytes(g + 1) <= Line) {
+    while (g < Segment && bytes(g + 1) <= GroupLine) {
       ++g;
     }
     return g;
   }
   static constexpr std::size_t count = fit();
-  static constexpr std::size_t alignment =
-      bytes(count) <= Line && (Line - bytes(count)) * 8 <= Line ? Line : natural_alignment;
-  /// Groups per segment: enough for `Segment` slots.
-  static constexpr std::size_t groups = (Segment + count - 1) / count;
+  static constexpr bool whole_lines =
+      count >= 2 && bytes(count) <= GroupLine && (GroupLine - bytes(count)) * 8 <= GroupLine;
+  static constexpr std::size_t alignment = whole_lines ? GroupLine : natural_alignment;
+  static constexpr std::size_t group_bytes = whole_lines ? GroupLine : bytes(count);
+  /// Consecutive groups' distance, in groups, for consecutive tickets: 1 for whole lines,
+  /// otherwise as many groups as fit in Spread bytes (a power of two).
+  static constexpr std::size_t stride =
+      whole_lines || group_bytes >= Spread ? 1 : floor_pow2(Spread / group_bytes);
+  /// Groups per segment: enough for `Segment` slots, a multiple of `stride`.
+  static constexpr std::size_t groups = round_up((Segment + count - 1) / count, stride);
+  static constexpr std::size_t rows = groups / stride;
+  /// Where the g-th group of a segment's tickets (g < groups) lies: row g % rows, position
+  /// g / rows within it, so that groups g and g + 1 are `stride` groups apart.
+  static constexpr std::size_t at(std::size_t g) noexcept { return (g % rows) * stride + g / rows; }
 };
+
+#if ASYNC_CPLUSPLUS < 17
+// The definitions that a use by reference (odr-use) needs before C++17's inline variables.
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::natural_alignment;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::count;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr bool slot_group_shape<T, S, G, P, N, A>::whole_lines;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::alignment;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::group_bytes;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::stride;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::groups;
+template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
+          template <typename> class A>
+constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::rows;
+#endif
 
 /// A group of slots (slot_group_shape): N states, then the storage of N elements.
 template <typename T, typename State, std::size_t N, std::size_t Alignment,
@@ -176,12 +224,12 @@ public:
     return find(which, link::make(i, tag_of(s - 1)), s);
   }
 
-  /// The slot of ticket t in node i (which is t's segment). Consecutive tickets go to different
-  /// groups (cache lines): ticket k of a segment is in group k % G (G: the groups of a node), at
-  /// position k / G within it.
+  /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
+  /// group of rank k % G (G: the groups of a node), at position k / G within it; consecutive
+  /// ranks are one line apart (slot_group_shape::at), so consecutive tickets are too.
   slot_ref slot(std::uint32_t i, std::uint64_t t) const noexcept {
     const std::size_t k = static_cast<std::size_t>(t % segment_size);
-    group& g = pool_[i].groups[k % shape::groups];
+    group& g = pool_[i].groups[shape::at(k % shape::groups)];
     return slot_ref{g.states[k / shape::groups], g.elements[k / shape::groups]};
   }
 
@@ -310,8 +358,9 @@ private:
   // and bulk(16) at 1p1c ran at half the speed (7.3 M/s against 14.6 M/s for the slots of
   // 16 bytes before groups; 64-byte groups: level).
   static constexpr std::size_t group_line = Line < 64 ? Line : 64;
-  using shape = slot_group_shape<T, State, group_line, SegmentSize, Atom>;
+  using shape = slot_group_shape<T, State, group_line, Line, SegmentSize, Atom>;
   using group = slot_group<T, State, shape::count, shape::alignment, Atom>;
+  static_assert(sizeof(group) == shape::group_bytes, "slot_group_shape: a group's size");
 
   struct node {
     // Line 1, read by every operation and written once per lifetime of the node.
