@@ -304,12 +304,22 @@ private:
       drop(*s, (who + "the first frame must list existing channels; connection closed").c_str());
       return;
     }
-    // The answer goes first into the outbox: it reaches the subscriber before any frame.
+    // The answer goes first into the outbox: it reaches the subscriber before any frame. The
+    // channels' locks are held (in channel order, as no dispatcher holds two) from before the
+    // answer is queued until the subscriber is on every list: a frame published after the
+    // client has read the answer is dispatched after that, so it reaches the subscriber.
+    // (Answering first and registering after let a dispatcher pass over a subscriber that had
+    // its answer already: its first frames went missing under load.)
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(wanted.size());
+    for (std::uint16_t c : wanted) {
+      locks.emplace_back(channels_[c]->mutex);
+    }
     s->outbox.enqueue(std::make_shared<const std::string>(encode(control_channel, "")));
     for (std::uint16_t c : wanted) {
-      std::lock_guard<std::mutex> lock(channels_[c]->mutex);
       channels_[c]->subscribers.push_back(s);
     }
+    locks.clear();
     // A subscriber only listens: anything more it sends, or its going away, ends it.
     const read_result more = read_frame(s->socket, options_.max_frame, f);
     drop(*s, more == read_result::closed
