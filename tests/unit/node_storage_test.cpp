@@ -222,25 +222,25 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(check_slot_layout<two_hundred_bytes, 256, 128>() < 208.5);
   CHECK(check_slot_layout<std::string, 256, 128>() < 40.5);
 
-  // The shapes themselves (also read by reference: C++14 needs their definitions).
+  // The shapes themselves (also read by reference: C++14 needs the definition of `value`).
   using words =
       async::detail::slot_group_shape<std::uint64_t, std::uint8_t, 64, 128, 256, std::atomic>;
-  CHECK(words::count == 7); // 8 bytes of states, 56 of elements
-  CHECK(words::whole_lines);
-  CHECK(words::alignment == 64);
-  CHECK(words::group_bytes == 64);
-  CHECK(words::stride == 1);
-  CHECK(words::groups == 37);
-  CHECK(words::rows == 37);
-  CHECK(words::natural_alignment == alignof(std::uint64_t));
+  CHECK(words::value.count == 7); // 8 bytes of states, 56 of elements
+  CHECK(words::value.whole_lines);
+  CHECK(words::value.alignment == 64);
+  CHECK(words::value.group_bytes == 64);
+  CHECK(words::value.stride == 1);
+  CHECK(words::value.groups == 37);
+  CHECK(words::value.rows == 37);
+  CHECK(words::natural_alignment() == alignof(std::uint64_t));
   using forties =
       async::detail::slot_group_shape<forty_bytes, std::uint8_t, 64, 128, 256, std::atomic>;
-  CHECK(forties::count == 1);
-  CHECK_FALSE(forties::whole_lines);
-  CHECK(forties::group_bytes == 48);
-  CHECK(forties::stride == 2); // 96 bytes between neighbours
-  CHECK(forties::groups == 256);
-  CHECK(forties::rows == 128);
+  CHECK(forties::value.count == 1);
+  CHECK_FALSE(forties::value.whole_lines);
+  CHECK(forties::value.group_bytes == 48);
+  CHECK(forties::value.stride == 2); // 96 bytes between neighbours
+  CHECK(forties::value.groups == 256);
+  CHECK(forties::value.rows == 128);
   CHECK(forties::at(0) == 0);
   CHECK(forties::at(1) == 2);
   CHECK(forties::at(128) == 1);

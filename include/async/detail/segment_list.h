@@ -47,6 +47,19 @@
 namespace async {
 namespace detail {
 
+/// The numbers of a slot_group_shape (below), as one value.
+struct slot_group_layout {
+  std::size_t count;       ///< slots per group
+  bool whole_lines;        ///< each group is one GroupLine-aligned line
+  std::size_t alignment;   ///< of a group
+  std::size_t group_bytes; ///< the size of a group
+  /// Consecutive groups' distance, in groups, for consecutive tickets: 1 for whole lines,
+  /// otherwise as many groups as fit in Spread bytes (a power of two).
+  std::size_t stride;
+  std::size_t groups; ///< per segment: enough for Segment slots, a multiple of `stride`
+  std::size_t rows;   ///< groups / stride
+};
+
 /// How the slots of a segment are grouped: `count` slots per group, the group's states (one
 /// Atom<State> each) and then its elements, the most that fit in GroupLine bytes (at least one),
 /// and at most Segment of them. Groups of two slots or more whose padding to GroupLine is at
@@ -68,65 +81,44 @@ struct slot_group_shape {
     }
     return p;
   }
-  static constexpr std::size_t natural_alignment = alignof(element_storage<T>) >
-                                                           alignof(Atom<State>)
-                                                       ? alignof(element_storage<T>)
-                                                       : alignof(Atom<State>);
+  static constexpr std::size_t natural_alignment() noexcept {
+    return alignof(element_storage<T>) > alignof(Atom<State>) ? alignof(element_storage<T>)
+                                                              : alignof(Atom<State>);
+  }
+  /// The bytes of a group of g slots, unpadded.
   static constexpr std::size_t bytes(std::size_t g) noexcept {
     return round_up(round_up(g * sizeof(Atom<State>), alignof(element_storage<T>)) +
                         g * sizeof(element_storage<T>),
-                    natural_alignment);
+                    natural_alignment());
   }
-  static constexpr std::size_t fit() noexcept {
-    std::size_t g = 1;
-    while (g < Segment && bytes(g + 1) <= GroupLine) {
-      ++g;
+  static constexpr slot_group_layout make() noexcept {
+    slot_group_layout l{};
+    l.count = 1;
+    while (l.count < Segment && bytes(l.count + 1) <= GroupLine) {
+      ++l.count;
     }
-    return g;
+    const std::size_t b = bytes(l.count);
+    l.whole_lines = l.count >= 2 && b <= GroupLine && (GroupLine - b) * 8 <= GroupLine;
+    l.alignment = l.whole_lines ? GroupLine : natural_alignment();
+    l.group_bytes = l.whole_lines ? GroupLine : b;
+    l.stride = l.whole_lines || l.group_bytes >= Spread ? 1 : floor_pow2(Spread / l.group_bytes);
+    l.groups = round_up((Segment + l.count - 1) / l.count, l.stride);
+    l.rows = l.groups / l.stride;
+    return l;
   }
-  static constexpr std::size_t count = fit();
-  static constexpr bool whole_lines =
-      count >= 2 && bytes(count) <= GroupLine && (GroupLine - bytes(count)) * 8 <= GroupLine;
-  static constexpr std::size_t alignment = whole_lines ? GroupLine : natural_alignment;
-  static constexpr std::size_t group_bytes = whole_lines ? GroupLine : bytes(count);
-  /// Consecutive groups' distance, in groups, for consecutive tickets: 1 for whole lines,
-  /// otherwise as many groups as fit in Spread bytes (a power of two).
-  static constexpr std::size_t stride =
-      whole_lines || group_bytes >= Spread ? 1 : floor_pow2(Spread / group_bytes);
-  /// Groups per segment: enough for `Segment` slots, a multiple of `stride`.
-  static constexpr std::size_t groups = round_up((Segment + count - 1) / count, stride);
-  static constexpr std::size_t rows = groups / stride;
+  static constexpr slot_group_layout value = make();
   /// Where the g-th group of a segment's tickets (g < groups) lies: row g % rows, position
   /// g / rows within it, so that groups g and g + 1 are `stride` groups apart.
-  static constexpr std::size_t at(std::size_t g) noexcept { return (g % rows) * stride + g / rows; }
+  static constexpr std::size_t at(std::size_t g) noexcept {
+    return (g % value.rows) * value.stride + g / value.rows;
+  }
 };
 
 #if ASYNC_CPLUSPLUS < 17
-// The definitions that a use by reference (odr-use) needs before C++17's inline variables.
+// The definition that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
           template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::natural_alignment;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::count;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr bool slot_group_shape<T, S, G, P, N, A>::whole_lines;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::alignment;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::group_bytes;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::stride;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::groups;
-template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr std::size_t slot_group_shape<T, S, G, P, N, A>::rows;
+constexpr slot_group_layout slot_group_shape<T, S, G, P, N, A>::value;
 #endif
 
 /// A group of slots (slot_group_shape): N states, then the storage of N elements.
@@ -229,8 +221,8 @@ public:
   /// ranks are one line apart (slot_group_shape::at), so consecutive tickets are too.
   slot_ref slot(std::uint32_t i, std::uint64_t t) const noexcept {
     const std::size_t k = static_cast<std::size_t>(t % segment_size);
-    group& g = pool_[i].groups[shape::at(k % shape::groups)];
-    return slot_ref{g.states[k / shape::groups], g.elements[k / shape::groups]};
+    group& g = pool_[i].groups[shape::at(k % shape::value.groups)];
+    return slot_ref{g.states[k / shape::value.groups], g.elements[k / shape::value.groups]};
   }
 
   /// Whether node i is segment s right now (a guess: it may change before the caller acts).
@@ -359,8 +351,8 @@ private:
   // 16 bytes before groups; 64-byte groups: level).
   static constexpr std::size_t group_line = Line < 64 ? Line : 64;
   using shape = slot_group_shape<T, State, group_line, Line, SegmentSize, Atom>;
-  using group = slot_group<T, State, shape::count, shape::alignment, Atom>;
-  static_assert(sizeof(group) == shape::group_bytes, "slot_group_shape: a group's size");
+  using group = slot_group<T, State, shape::value.count, shape::value.alignment, Atom>;
+  static_assert(sizeof(group) == shape::value.group_bytes, "slot_group_shape: a group's size");
 
   struct node {
     // Line 1, read by every operation and written once per lifetime of the node.
@@ -377,7 +369,7 @@ private:
     Atom<std::uint32_t> finished{0};
     char pad2[Line - sizeof(Atom<std::uint32_t>) % Line];
     // The slots, written by the producer and the consumer of each ticket.
-    group groups[shape::groups];
+    group groups[shape::value.groups];
   };
 
   using pool_type = node_pool<node, L1, L2, L3, link, Line, Atom>;
