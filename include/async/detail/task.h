@@ -329,8 +329,12 @@ public:
 
 private:
   // Runs inside the packaged task: f and the arguments are destroyed (when the call returns or
-  // throws) before the packaged task stores what it got.
-  static R call(promised_call* self) {
+  // throws) before the packaged task stores what it got. It takes void*, so that the packaged
+  // task's type, and its shared state's, depend on R alone: every post() of an R shares one
+  // instantiation of them (a distinct one for each callable took most of the compile time of a
+  // file of posts, and as much code).
+  static R call(void* erased) {
+    promised_call* const self = static_cast<promised_call*>(erased);
     const auto done = at_scope_exit([self] { self->end_callee(); });
     return self->invoke_callee(std::index_sequence_for<Args...>());
   }
@@ -349,7 +353,7 @@ private:
     }
   }
 
-  std::packaged_task<R(promised_call*)> task_;
+  std::packaged_task<R(void*)> task_;
   element_storage<callee> callee_;
   bool alive_ = true; // callee_ holds f and the arguments (destroyed once the call is done)
 };
