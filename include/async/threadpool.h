@@ -4,6 +4,7 @@
 
 #include "detail/config.h"
 
+#include "detail/cache.h"
 #include "detail/idle_workers.h"
 #include "detail/local_queue.h"
 #include "detail/next_slot.h"
@@ -338,6 +339,9 @@ public:
           dropped.push_back(std::move((*queue)[i])); // cannot throw: room was made
         }
         queue->clear();
+      }
+      for (std::size_t i = 0; i < locals.size(); ++i) {
+        locals[i]->recount(locks[i]);
       }
     }
     // Destroyed outside the locks (their captures' destructors may use the pool), and counted
@@ -689,7 +693,9 @@ private:
         if (w.get() == self) {
           continue;
         }
-        if (w->local.steal_oldest(out)) {
+        // The count first: a look over idle workers' queues writes none of their lines
+        // (it runs under mutex_, which the posters wait for).
+        if (w->local.maybe_holds_tasks() && w->local.steal_oldest(out)) {
           return true;
         }
       }
@@ -746,6 +752,7 @@ private:
     for (std::size_t k = n; k > 0; --k) {
       local.push_back(std::move(injection_[k - 1]));
     }
+    self.local.recount(lock);
     injection_.drop_front(n);
     ASYNC_PERTURB(); // moved to the local queue, the pool's lock held
     return n;
@@ -849,6 +856,34 @@ private:
       }
       ~spin_count() { stop(); }
     } spinning{spinning_, false};
+    // Held from the moment a spinning worker sees outside posts (queued_) until its look under
+    // mutex_ is over: no more workers come for the lock on the strength of queued_ than it
+    // counts tasks, the rest spin on. Without this, every spinner took the lock for each post
+    // and, all but one finding nothing, kept it from the posters: with one poster and tiny
+    // tasks the pool ran slower with each worker added (16 workers: 0.12 M tasks/s, one: 3.4;
+    // bench/results/16core-xeon-2026-11-26). relaxed: a hint; what is taken is decided under
+    // mutex_.
+    struct taker_token {
+      std::atomic<std::size_t>& takers;
+      bool held;
+      bool claim(std::size_t queued) {
+        std::size_t n = takers.load(std::memory_order_relaxed);
+        while (n < queued) {
+          if (takers.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
+            held = true;
+            return true;
+          }
+        }
+        return false;
+      }
+      void release() {
+        if (held) {
+          takers.fetch_sub(1, std::memory_order_relaxed);
+          held = false;
+        }
+      }
+      ~taker_token() { release(); }
+    };
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_.
@@ -858,9 +893,11 @@ private:
       count_finished(self); // before waiting, looking elsewhere or retiring
       // Nothing of our own: watch for outside posts a little before taking the pool's lock (a
       // retiree goes straight to its hand-off).
+      // (A worker whose spinning ran out comes for the lock without the token, to park.)
       bool spun = false;
-      if (queued_.load(std::memory_order_relaxed) == 0 &&
-          !self.retire.load(std::memory_order_relaxed)) {
+      taker_token token{takers_.value, false};
+      if (!self.retire.load(std::memory_order_relaxed) &&
+          !token.claim(queued_.load(std::memory_order_relaxed))) {
         spinning.start();
         if (spin.wait()) {
           continue;
@@ -868,13 +905,18 @@ private:
         spun = true;
         spinning.stop(); // parked next if nothing turns up, and then counted as a sleeper
       }
+      if (token.held) {
+        ASYNC_PERTURB(); // the token taken, the pool's lock not yet
+      }
       detail::lock_spinning_briefly(lock);
       if (self.retire.load(std::memory_order_relaxed)) {
         ASYNC_PERTURB(); // retiring, the pool's lock held
         return false;
       }
       slot_scan seen;
-      if (find_work(&self, t, seen) || (spun && park(self, lock, t))) {
+      const bool found = find_work(&self, t, seen);
+      token.release(); // mutex_ still held: the next taker may spin for it already
+      if (found || (spun && park(self, lock, t))) {
         lock.unlock();
         return true;
       }
@@ -921,6 +963,7 @@ private:
       }
       mine.clear();
     }
+    self.local.recount(local_lock);
     if (handed != 0) {
       queued_.fetch_add(handed, std::memory_order_relaxed);
       idle_.notify_all();
@@ -1076,6 +1119,7 @@ private:
   std::atomic<std::size_t> pending_{0};  // tasks posted and not yet finished
   std::atomic<std::size_t> queued_{0};   // tasks in injection_ (a hint for spinning workers)
   std::atomic<std::size_t> spinning_{0}; // workers watching queued_ (a hint for take_batch)
+  detail::padded<std::atomic<std::size_t>> takers_; // workers on their way to injection_
 };
 
 } // namespace async

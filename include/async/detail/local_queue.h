@@ -3,7 +3,9 @@
 // local_queue: a worker's own queue of the pool, the tasks its running tasks posted beyond the
 // first. The owner pushes and pops at the back (the newest task, the hottest in cache); idle
 // workers steal at the front (the oldest, the least likely to be hot). One mutex per queue:
-// the owner's push and pop touch a line nobody else writes unless a thief comes.
+// the owner's push and pop touch a line nobody else writes unless a thief comes. A thief reads
+// the queue's count before it takes the lock, so that a look over many empty queues writes
+// none of their lines.
 #ifndef ASYNC_DETAIL_LOCAL_QUEUE_H
 #define ASYNC_DETAIL_LOCAL_QUEUE_H
 
@@ -12,6 +14,8 @@
 #include "ring_deque.h"
 #include "task.h"
 
+#include <atomic>
+#include <cstddef>
 #include <mutex>
 #include <utility>
 
@@ -23,9 +27,13 @@ class local_queue {
 public:
   /// Owner: appends t. Throws std::bad_alloc (nothing appended, t untouched) when memory runs
   /// out.
+  /// The count is stored seq_cst after the push: the owner then looks at the sleepers (IW1),
+  /// a worker about to park counts itself a sleeper before its last look (IW2), which reads
+  /// the count through maybe_holds_tasks(); so either it sees the task or the owner sees it.
   void push(task&& t) {
     std::lock_guard<std::mutex> lock(mutex_);
     tasks_.push_back(std::move(t));
+    count_.store(tasks_.size(), std::memory_order_seq_cst);
   }
 
   /// Owner: the newest task, if any.
@@ -36,6 +44,7 @@ public:
     }
     out = std::move(tasks_.back());
     tasks_.pop_back();
+    count_.store(tasks_.size(), std::memory_order_relaxed); // fewer: nobody needs to see it
     return true;
   }
 
@@ -47,6 +56,7 @@ public:
     }
     out = std::move(tasks_.front());
     tasks_.pop_front();
+    count_.store(tasks_.size(), std::memory_order_relaxed);
     return true;
   }
 
@@ -54,19 +64,32 @@ public:
   void push_oldest(task&& t) {
     std::lock_guard<std::mutex> lock(mutex_);
     tasks_.push_front(std::move(t));
+    count_.store(tasks_.size(), std::memory_order_seq_cst);
   }
+
+  /// Another worker, before steal_oldest: false only when the queue was empty at some moment
+  /// after every push it must see (seq_cst: pairs with the store of push, as above). A true
+  /// answer may be stale; steal_oldest decides.
+  bool maybe_holds_tasks() const noexcept { return count_.load(std::memory_order_seq_cst) != 0; }
 
   /// The queue's lock, for a caller that must see several queues at one moment; tasks() is
   /// its view of the ring while it holds the lock.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+  /// A caller that changed the ring through tasks() calls recount() before it lets go of the
+  /// lock (the count that maybe_holds_tasks() reads; seq_cst as in push).
   ring_deque<task>& tasks(const std::unique_lock<std::mutex>& held) noexcept {
     static_cast<void>(held);
     return tasks_;
+  }
+  void recount(const std::unique_lock<std::mutex>& held) noexcept {
+    static_cast<void>(held);
+    count_.store(tasks_.size(), std::memory_order_seq_cst);
   }
 
 private:
   std::mutex mutex_;
   ring_deque<task> tasks_;
+  std::atomic<std::size_t> count_{0}; // tasks_.size(), written under mutex_, read by thieves
 };
 
 } // namespace detail
