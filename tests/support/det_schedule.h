@@ -378,7 +378,11 @@ private:
     if (self >= 0 && !spinning) {
       options.push_back(self);
     }
-    for (std::size_t k = 0; k < threads_.size(); ++k) {
+    // The others in turn, from the caller's successor on (see the spinner below).
+    const std::size_t n = threads_.size();
+    const std::size_t from = self >= 0 ? static_cast<std::size_t>(self) + 1 : 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t k = (from + j) % n;
       if (static_cast<int>(k) != self && runnable(k)) {
         options.push_back(static_cast<int>(k));
       }
@@ -393,7 +397,14 @@ private:
       return -1;
     }
     if (plan_.systematic) {
-      return choose_systematic(options, self >= 0 && !spinning);
+      if (spinning) {
+        // A spinner yields to the next thread in turn, not to one the exploration picks:
+        // choosing there would let it pass over one thread at every yield for ever (two
+        // spinners and a closer between its two stores, say), a schedule no fair scheduler
+        // makes. The thread that gets the turn can still be preempted at its next step.
+        return options[0];
+      }
+      return choose_systematic(options, self >= 0);
     }
     if (!pct_ || (next_random() & 15) == 0) {
       return options[next_random() % options.size()];
