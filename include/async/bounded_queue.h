@@ -54,11 +54,13 @@ struct bounded_traits {
 ///
 /// A producer takes a ticket t (blocking calls with one fetch_add on the tail, try calls with a
 /// CAS that only succeeds when the slot is free), waits for its slot's turn, constructs the
-/// element in place and publishes it with one release. A blocking call that finds the queue
-/// full (or, for a consumer, empty) waits without a ticket and then claims one with a CAS, so
-/// that no thread queues up behind a boundary it cannot pass: where threads outnumber cores,
-/// tickets held across a full ring make every hand-off wait for one particular thread to be
-/// scheduled. The consumer holding the same ticket on
+/// element in place and publishes it with one release. Blocking calls take their ticket at
+/// once, even on a full (or, for a consumer, empty) ring, until a ticket holder of their side
+/// has had to wait past its spin: then the side counts as crowded for the next 2^16 tickets,
+/// and a blocking call that finds the ring full (empty) waits without a ticket and then claims
+/// one with a CAS, so that no thread queues up behind a boundary it cannot pass: where threads
+/// outnumber cores, tickets held across a full ring make every hand-off wait for one
+/// particular thread to be scheduled. The consumer holding the same ticket on
 /// the head side waits for that publication, moves the element out and hands the slot to the
 /// producer of ticket t + capacity. Waiting is polite: a short spin with the pause instruction,
 /// then the thread parks (futex on Linux). A publication pays for a wake-up syscall only when a
@@ -204,11 +206,13 @@ public:
   /// NOEXCEPT_CHECK, false also reports that T's constructor threw. Thread-safe (may block).
   template <typename... Args>
   bool blocking_enqueue(Args&&... args) {
-    // A full queue is waited on without a ticket: a producer holding one can only go when its
-    // own slot frees, so where threads outnumber cores, tickets queued behind a full ring make
-    // every hand-off wait for one particular thread to be scheduled (the funnel benchmark
-    // shows it; README, "Implementation").
-    if (ASYNC_UNLIKELY(looks_behind(tail_.value, state_free))) { // full
+    // While producers are crowded (see note_crowding), a full queue is waited on without a
+    // ticket: a producer holding one can only go when its own slot frees, so where threads
+    // outnumber cores, tickets queued behind a full ring make every hand-off wait for one
+    // particular thread to be scheduled (the funnel benchmark shows it; README,
+    // "Implementation"). Otherwise the ticket is taken at once, without a look at the tail.
+    const std::uint64_t crowded_at = producers_crowded_.load(std::memory_order_relaxed);
+    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(tail_.value, state_free)) { // full
       return enqueue_when_room(nullptr, std::forward<Args>(args)...);
     }
     // (BP1) acquire: pairs with (BC1) in close(), so that a ticket taken after close() sees it.
@@ -218,12 +222,15 @@ public:
       return false;
     }
     ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
+    forget_crowding(producers_crowded_, crowded_at, t);
     slot& s = slot_of(t);
     const std::uint64_t wanted = turn_of(t, state_free);
     if (ASYNC_UNLIKELY(!turn::own(s.state, wanted))) {
-      const waited w = await(
+      detail::backoff active(spin_budget);
+      const waited w = turn::await(
           s.state, [wanted](std::uint64_t v) { return (v & ~turn::sleeper_bit) == wanted; },
-          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr);
+          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr, active);
+      note_crowding(producers_crowded_, active, t);
       if (w != waited::ready) {
         abandon(t, s);
         return false;
@@ -262,25 +269,30 @@ public:
   /// taken. Thread-safe (may block).
   template <typename U>
   bool blocking_dequeue(U& out) {
-    // An empty queue is waited on without a ticket, as a full one in blocking_enqueue.
-    if (ASYNC_UNLIKELY(looks_behind(head_.value, state_full))) { // empty
+    // While consumers are crowded, an empty queue is waited on without a ticket, as a full one
+    // in blocking_enqueue.
+    const std::uint64_t crowded_at = consumers_crowded_.load(std::memory_order_relaxed);
+    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(head_.value, state_full)) { // empty
       return dequeue_when_ready(nullptr, out);
     }
     for (;;) {
       // (BD1) relaxed: the ticket only names a slot; the element is acquired through its turn.
       const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
+      forget_crowding(consumers_crowded_, crowded_at, h);
       slot& s = slot_of(h);
       const std::uint64_t full = turn_of(h, state_full);
       const std::uint64_t hole = turn_of(h, state_hole);
       std::uint64_t v = full;
       if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
-        const waited w = await(
+        detail::backoff active(spin_budget);
+        const waited w = turn::await(
             s.state,
             [full, hole](std::uint64_t x) {
               x &= ~turn::sleeper_bit;
               return x == full || x == hole;
             },
-            [this, h] { return consumer_ticket_is_dead(h); }, nullptr);
+            [this, h] { return consumer_ticket_is_dead(h); }, nullptr, active);
+        note_crowding(consumers_crowded_, active, h);
         if (w != waited::ready) {
           if (ticket_after_close(h)) {
             return false; // closed, and nothing was enqueued at or after this ticket
@@ -429,6 +441,33 @@ private:
     const std::uint64_t seen =
         slot_of(t).state.load(std::memory_order_relaxed) & ~turn::sleeper_bit;
     return static_cast<std::int64_t>(seen - turn_of(t, state)) < 0;
+  }
+
+  // Crowding, for the blocking calls of one side: a ticket taken where the ring is full (or
+  // empty) can only be served by the thread holding the previous turn of its slot, and where
+  // threads outnumber cores that thread is often not running. So once a ticket holder has
+  // waited past its spin (it yields or parks), the side is marked crowded: its blocking calls
+  // then look at the ring before taking a ticket and wait for room without one (a CAS claim,
+  // as the timed calls always do). Otherwise they take the ticket at once: the look reads the
+  // counter line that the other callers keep writing, which costs a second transfer of that
+  // line per call where all of them run. The mark is 1 + the ticket's number (0: not crowded),
+  // forgotten crowding_memory tickets later. A hint only (relaxed): it picks how a blocking
+  // call waits, never what it does.
+  static constexpr std::uint64_t crowding_memory = std::uint64_t(1) << 16;
+
+  static void note_crowding(atom<std::uint64_t>& mark, const detail::backoff& active,
+                            std::uint64_t t) noexcept {
+    if (ASYNC_UNLIKELY(active.spun_out()) && mark.load(std::memory_order_relaxed) == 0) {
+      mark.store(t + 1 == 0 ? 1 : t + 1, std::memory_order_relaxed);
+    }
+  }
+
+  static void forget_crowding(atom<std::uint64_t>& mark, std::uint64_t at,
+                              std::uint64_t t) noexcept {
+    if (ASYNC_UNLIKELY(at != 0) &&
+        static_cast<std::int64_t>(t - at) > static_cast<std::int64_t>(crowding_memory)) {
+      mark.compare_exchange_strong(at, 0, std::memory_order_relaxed);
+    }
   }
 
   // Claims the head element with compare-and-swap only once it is published, sleeping while
@@ -659,6 +698,9 @@ private:
   // Written once by close(); read on the producers' path (a line that stays shared).
   atom<std::uint32_t> close_state_{open};
   atom<std::uint64_t> final_ticket_{0};
+  // Written when a side gets crowded or stops being so (rarely); read by every blocking call.
+  atom<std::uint64_t> producers_crowded_{0};
+  atom<std::uint64_t> consumers_crowded_{0};
 
   // Written by consumers (fetch_add or CAS): the next ticket to consume.
   detail::padded<atom<std::uint64_t>, line_size> head_;

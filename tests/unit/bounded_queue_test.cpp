@@ -537,3 +537,122 @@ TEST_CASE("copy-only elements through the timed and try calls at full and empty"
   CHECK(out.value == 1);
   CHECK_FALSE(q.dequeue(out));
 }
+
+namespace {
+
+// The protocol words with two counters (tickets taken with fetch_add, parks), through the
+// traits' atomic seam; parking itself is the library's.
+std::atomic<int>& tickets_taken() {
+  static std::atomic<int> n{0};
+  return n;
+}
+std::atomic<int>& parks() {
+  static std::atomic<int> n{0};
+  return n;
+}
+
+template <typename V>
+struct counted_atomic : std::atomic<V> {
+  counted_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+  V fetch_add(V d, std::memory_order order = std::memory_order_seq_cst) noexcept {
+    tickets_taken().fetch_add(1);
+    return std::atomic<V>::fetch_add(d, order);
+  }
+  bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
+    parks().fetch_add(1);
+    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
+  }
+  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
+};
+
+struct counted_traits : async::bounded_traits {
+  static constexpr unsigned SPIN_BUDGET = 1; // a waiter is past its spin at once
+  template <typename V>
+  using atomic = counted_atomic<V>;
+};
+
+} // namespace
+
+// Blocking calls take a ticket at once unless their side is marked crowded (a ticket holder
+// had to wait past its spin): then they look at the ring first and wait for room or for an
+// element without a ticket, until the mark is forgotten 2^16 tickets later.
+TEST_CASE("blocking enqueue on a full ring: a ticket at once, none while crowded, then again",
+          "[bounded_queue]") {
+  bounded_queue<int, counted_traits> q(1);
+  REQUIRE(q.enqueue(1)); // full
+  tickets_taken() = 0;
+  parks() = 0;
+
+  // Not crowded: the producer takes its ticket on the full ring and parks on its turn.
+  std::thread a([&q] { CHECK(q.blocking_enqueue(2)); });
+  CHECK(async_test::eventually_equal([] { return tickets_taken().load(); }, 1));
+  CHECK(async_test::eventually_equal([] { return parks().load() >= 1; }, true));
+  int out = 0;
+  REQUIRE(q.blocking_dequeue(out)); // a ticket on the consumer side: 2 tickets in all
+  CHECK(out == 1);
+  a.join();
+
+  // Crowded now: the next producer on the full ring parks without a ticket.
+  const int tickets = tickets_taken().load();
+  const int parked = parks().load();
+  std::thread b([&q] { CHECK(q.blocking_enqueue(3)); });
+  CHECK(async_test::eventually_equal([parked] { return parks().load() > parked; }, true));
+  CHECK(tickets_taken().load() == tickets);
+  REQUIRE(q.dequeue(out)); // a try call: a CAS, no ticket
+  CHECK(out == 2);
+  b.join();
+  CHECK(tickets_taken().load() == tickets); // b claimed its slot with a CAS
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 3);
+
+  // 2^16 tickets later the mark is forgotten: a producer on the full ring takes a ticket again.
+  for (int i = 0; i < (1 << 16) + 2; ++i) {
+    REQUIRE(q.blocking_enqueue(i));
+    REQUIRE(q.blocking_dequeue(out));
+    REQUIRE(out == i);
+  }
+  REQUIRE(q.enqueue(4)); // full
+  const int before = tickets_taken().load();
+  std::thread c([&q] { CHECK(q.blocking_enqueue(5)); });
+  CHECK(async_test::eventually_equal([] { return tickets_taken().load(); }, before + 1));
+  REQUIRE(q.blocking_dequeue(out));
+  CHECK(out == 4);
+  c.join();
+  REQUIRE(q.blocking_dequeue(out));
+  CHECK(out == 5);
+}
+
+TEST_CASE("blocking dequeue on an empty ring: a ticket at once, none while crowded",
+          "[bounded_queue]") {
+  bounded_queue<int, counted_traits> q(4);
+  tickets_taken() = 0;
+  parks() = 0;
+
+  // Not crowded: the consumer takes its ticket on the empty ring and parks on its slot.
+  int got_a = 0;
+  std::thread a([&q, &got_a] { CHECK(q.blocking_dequeue(got_a)); });
+  CHECK(async_test::eventually_equal([] { return tickets_taken().load(); }, 1));
+  CHECK(async_test::eventually_equal([] { return parks().load() >= 1; }, true));
+  REQUIRE(q.enqueue(1)); // a try call: no ticket
+  a.join();
+  CHECK(got_a == 1);
+
+  // Crowded now: the next consumer on the empty ring parks without a ticket.
+  const int tickets = tickets_taken().load();
+  const int parked = parks().load();
+  int got_b = 0;
+  std::thread b([&q, &got_b] { CHECK(q.blocking_dequeue(got_b)); });
+  CHECK(async_test::eventually_equal([parked] { return parks().load() > parked; }, true));
+  CHECK(tickets_taken().load() == tickets);
+  REQUIRE(q.enqueue(2));
+  b.join();
+  CHECK(got_b == 2);
+  CHECK(tickets_taken().load() == tickets); // b claimed the element with a CAS
+
+  // close() wakes a consumer waiting without a ticket, and one holding a ticket alike.
+  int got_c = 0;
+  std::thread c([&q, &got_c] { CHECK_FALSE(q.blocking_dequeue(got_c)); });
+  CHECK(async_test::eventually_equal([parked] { return parks().load() > parked + 1; }, true));
+  q.close();
+  c.join();
+}

@@ -156,6 +156,9 @@ public:
   /// Starts over (after useful work was found).
   void reset() noexcept { rounds_ = 0; }
 
+  /// Whether the pause rounds are used up: the waiter has yielded or parked, or is about to.
+  bool spun_out() const noexcept { return rounds_ >= pauses_; }
+
 private:
   unsigned pauses_;
   unsigned yields_;
