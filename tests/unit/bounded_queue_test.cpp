@@ -587,6 +587,7 @@ TEST_CASE("blocking enqueue on a full ring: a ticket at once, none while crowded
   std::thread a([&q] { CHECK(q.blocking_enqueue(2)); });
   CHECK(async_test::eventually_equal([] { return tickets_taken().load(); }, 1));
   CHECK(async_test::eventually_equal([] { return parks().load() >= 1; }, true));
+  CHECK(q.size_approx() == 1); // two tickets on the producer side, clamped to the capacity
   int out = 0;
   REQUIRE(q.blocking_dequeue(out)); // a ticket on the consumer side: 2 tickets in all
   CHECK(out == 1);
