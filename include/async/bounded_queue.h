@@ -206,7 +206,7 @@ public:
   /// NOEXCEPT_CHECK, false also reports that T's constructor threw. Thread-safe (may block).
   template <typename... Args>
   bool blocking_enqueue(Args&&... args) {
-    // While producers are crowded (see note_crowding), a full queue is waited on without a
+    // While producers are crowded (see await_turn), a full queue is waited on without a
     // ticket: a producer holding one can only go when its own slot frees, so where threads
     // outnumber cores, tickets queued behind a full ring make every hand-off wait for one
     // particular thread to be scheduled (the funnel benchmark shows it; README,
@@ -226,11 +226,10 @@ public:
     slot& s = slot_of(t);
     const std::uint64_t wanted = turn_of(t, state_free);
     if (ASYNC_UNLIKELY(!turn::own(s.state, wanted))) {
-      detail::backoff active(spin_budget);
-      const waited w = turn::await(
-          s.state, [wanted](std::uint64_t v) { return (v & ~turn::sleeper_bit) == wanted; },
-          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, nullptr, active);
-      note_crowding(producers_crowded_, active, t);
+      const waited w = await_turn(
+          producers_crowded_, t, s.state,
+          [wanted](std::uint64_t v) { return (v & ~turn::sleeper_bit) == wanted; },
+          [this] { return close_state_.load(std::memory_order_seq_cst) != open; });
       if (w != waited::ready) {
         abandon(t, s);
         return false;
@@ -284,15 +283,13 @@ public:
       const std::uint64_t hole = turn_of(h, state_hole);
       std::uint64_t v = full;
       if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
-        detail::backoff active(spin_budget);
-        const waited w = turn::await(
-            s.state,
+        const waited w = await_turn(
+            consumers_crowded_, h, s.state,
             [full, hole](std::uint64_t x) {
               x &= ~turn::sleeper_bit;
               return x == full || x == hole;
             },
-            [this, h] { return consumer_ticket_is_dead(h); }, nullptr, active);
-        note_crowding(consumers_crowded_, active, h);
+            [this, h] { return consumer_ticket_is_dead(h); });
         if (w != waited::ready) {
           if (ticket_after_close(h)) {
             return false; // closed, and nothing was enqueued at or after this ticket
@@ -455,11 +452,17 @@ private:
   // call waits, never what it does.
   static constexpr std::uint64_t crowding_memory = std::uint64_t(1) << 16;
 
-  static void note_crowding(atom<std::uint64_t>& mark, const detail::backoff& active,
-                            std::uint64_t t) noexcept {
+  // The holder of ticket t waits for its turn, as await() does, then marks its side (`mark`)
+  // crowded if it waited past its spin.
+  template <typename Ready, typename Interrupted>
+  waited await_turn(atom<std::uint64_t>& mark, std::uint64_t t, atom<std::uint64_t>& word,
+                    Ready ready, Interrupted interrupted) {
+    detail::backoff active(spin_budget);
+    const waited w = turn::await(word, ready, interrupted, nullptr, active);
     if (ASYNC_UNLIKELY(active.spun_out()) && mark.load(std::memory_order_relaxed) == 0) {
       mark.store(t + 1 == 0 ? 1 : t + 1, std::memory_order_relaxed);
     }
+    return w;
   }
 
   static void forget_crowding(atom<std::uint64_t>& mark, std::uint64_t at,
