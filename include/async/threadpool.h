@@ -401,6 +401,7 @@ private:
   struct slot_scan {
     bool waiting = false; // a task waits in some slot (not yet long enough to be taken)
     bool changed = false; // some slot changed since the previous look (a chain is running)
+    bool claimed = false; // the task found came from a slot: the look stopped there
   };
 
   // How long a task must wait in a next slot before an idle worker takes it, and how often a
@@ -603,6 +604,7 @@ private:
           continue;
         }
         if (clock() - slot.seen_since >= stale_after() && claim_next(*w, word, out)) {
+          seen.claimed = true;
           return true;
         }
         seen.waiting = true;
@@ -758,6 +760,19 @@ private:
     return n;
   }
 
+  // mutex_ held, a task just taken by a worker that is not the watcher (`self_asleep`: 1 if it
+  // counts among the sleepers, else 0). A task may still wait in some next slot: one that our
+  // look saw, or one past the slot that we took ours from (the look stopped there). If no
+  // parked worker watches the slots, a sleeper is woken to look (and to watch if need be).
+  // Without this the watch got lost: a watcher woken for nothing (a late notification) leaves
+  // park() and comes back for the lock, takes a task from a slot on its way, and the workers
+  // that parked without a deadline while it watched sleep on, while the other slots wait.
+  void pass_watch_on(const slot_scan& seen, std::size_t self_asleep) {
+    if ((seen.waiting || seen.claimed) && !idle_.watched() && idle_.sleepers() > self_asleep) {
+      idle_.notify_one();
+    }
+  }
+
   // mutex_ held, nothing found, spinning done: sleeps until a post wakes us. While a task waits
   // in some next slot, one parked worker, the watcher, also wakes up now and then to look at
   // the slots (the others sleep until a post wakes them). Returns true with a task in t; false
@@ -769,22 +784,23 @@ private:
     std::chrono::microseconds period = stale_after();
     bool found = false;
     bool woken = false;
+    slot_scan last; // what the latest look saw
     for (;;) {
       if (self.retire.load(std::memory_order_relaxed)) {
         break;
       }
-      slot_scan seen;
-      if (find_work(&self, t, seen)) {
+      last = slot_scan{};
+      if (find_work(&self, t, last)) {
         found = true;
         break;
       }
       if (woken) {
         break;
       }
-      if (!watcher && seen.waiting && !idle_.watched()) {
+      if (!watcher && last.waiting && !idle_.watched()) {
         idle_.watch(true); // under mutex_: one watcher at most
         watcher = true;
-      } else if (watcher && !seen.waiting && !seen.changed) {
+      } else if (watcher && !last.waiting && !last.changed) {
         idle_.watch(false); // (IW3), then look once more
         watcher = false;
         period = stale_after();
@@ -800,12 +816,16 @@ private:
     if (watcher) {
       idle_.watch(false);
       // Leaving with work: hand the watch to another sleeper, or a task waiting in some slot
-      // could wait for as long as our task runs. (Whatever our last look saw: it stops at the
-      // slot it claims from. Woken for nothing, we park again soon; retiring, configurepool
-      // has woken every sleeper. The sleepers change only under mutex_: the count is exact.)
+      // could wait for as long as our task runs. (Whatever our last look saw: a task put in a
+      // slot after it found us still watching, so nobody was woken for it. Woken for nothing,
+      // we look again under mutex_ before we take or park, and pass_watch_on() from there;
+      // retiring, configurepool has woken every sleeper. The sleepers change only under
+      // mutex_: the count is exact.)
       if (found && idle_.sleepers() > 1) {
         idle_.notify_one();
       }
+    } else if (found) {
+      pass_watch_on(last, 1);
     }
     idle_.wake_up();
     return found;
@@ -916,6 +936,9 @@ private:
       slot_scan seen;
       const bool found = find_work(&self, t, seen);
       token.release(); // mutex_ still held: the next taker may spin for it already
+      if (found) {
+        pass_watch_on(seen, 0);
+      }
       if (found || (spun && park(self, lock, t))) {
         lock.unlock();
         return true;

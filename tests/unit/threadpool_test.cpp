@@ -759,6 +759,50 @@ TEST_CASE("two tasks waiting on their children at once on four workers both fini
   }
 }
 
+TEST_CASE("several tasks waiting on their children at once all finish", "[threadpool]") {
+  // K parents each wait on one child, and the K children wait for each other: K workers must
+  // be free for them at once. The watch over the next slots used to get lost when the watcher
+  // was woken for nothing (a late notification: the task it was meant for had gone) and then
+  // took a child from a slot on its way back, outside park(): nobody handed the watch on, and
+  // the other children stayed in their slots while every other worker slept without a
+  // deadline. The state of a round lives on the heap: a child that starts late finds it.
+  const int kinds[] = {2, 3, 4};
+  for (int k : kinds) {
+    threadpool pool(2 * k);
+    const int rounds = static_cast<int>(async_test::scaled(200, 40));
+    int stuck = 0;
+    for (int r = 0; r < rounds && stuck == 0; ++r) {
+      struct round_state {
+        std::mutex m;
+        std::condition_variable cv;
+        int started = 0;
+      };
+      auto s = std::make_shared<round_state>();
+      auto child = [s, k] {
+        std::unique_lock<std::mutex> lock(s->m);
+        ++s->started;
+        s->cv.notify_all();
+        return s->cv.wait_for(lock, 5s, [&] { return s->started == k; });
+      };
+      auto parent = [&pool, child] {
+        std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
+        return pool.post(child).get();
+      };
+      std::vector<std::future<bool>> parents;
+      for (int i = 0; i < k; ++i) {
+        parents.push_back(pool.post(parent));
+      }
+      bool all = true;
+      for (auto& f : parents) {
+        all = f.get() && all;
+      }
+      stuck += all ? 0 : 1;
+      INFO(k << " parents, round " << r);
+      CHECK(all);
+    }
+  }
+}
+
 TEST_CASE("an idle worker takes a task posted by a task that keeps running", "[threadpool]") {
   // The same slot delayed work: a subtask posted by a long task used to start only when that
   // task returned, although three workers were idle.
