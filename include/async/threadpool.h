@@ -815,13 +815,14 @@ private:
     }
     if (watcher) {
       idle_.watch(false);
-      // Leaving with work: hand the watch to another sleeper, or a task waiting in some slot
-      // could wait for as long as our task runs. (Whatever our last look saw: a task put in a
-      // slot after it found us still watching, so nobody was woken for it. Woken for nothing,
-      // we look again under mutex_ before we take or park, and pass_watch_on() from there;
-      // retiring, configurepool has woken every sleeper. The sleepers change only under
-      // mutex_: the count is exact.)
-      if (found && idle_.sleepers() > 1) {
+      // Leaving with work, or retiring: hand the watch to another sleeper, or a task waiting
+      // in some slot could wait for as long as our task runs, or for good. (Whatever our last
+      // look saw: a task put in a slot after it found us still watching, so nobody was woken
+      // for it. Retiring: configurepool woke every sleeper, but those that got the lock before
+      // us saw us still watching and parked again without a deadline. Woken for nothing, we
+      // look again under mutex_ before we take or park, and pass_watch_on() from there. The
+      // sleepers change only under mutex_: the count is exact.)
+      if ((found || self.retire.load(std::memory_order_relaxed)) && idle_.sleepers() > 1) {
         idle_.notify_one();
       }
     } else if (found) {
