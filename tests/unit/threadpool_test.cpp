@@ -737,16 +737,20 @@ TEST_CASE("two tasks waiting on their children at once on four workers both fini
   const int rounds = static_cast<int>(async_test::scaled(400, 60));
   int stuck = 0;
   for (int r = 0; r < rounds && stuck == 0; ++r) {
-    std::mutex m;
-    std::condition_variable cv;
-    int started = 0;
-    auto child = [&] {
-      std::unique_lock<std::mutex> lock(m);
-      ++started;
-      cv.notify_all();
-      return cv.wait_for(lock, 5s, [&] { return started == 2; });
+    // On the heap: after a failure, a child that starts late must not find a dead round.
+    struct round_state {
+      std::mutex m;
+      std::condition_variable cv;
+      int started = 0;
     };
-    auto parent = [&] {
+    auto s = std::make_shared<round_state>();
+    auto child = [s] {
+      std::unique_lock<std::mutex> lock(s->m);
+      ++s->started;
+      s->cv.notify_all();
+      return s->cv.wait_for(lock, 5s, [&] { return s->started == 2; });
+    };
+    auto parent = [&pool, child] {
       std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
       return pool.post(child).get();
     };
