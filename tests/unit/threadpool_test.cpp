@@ -727,6 +727,41 @@ TEST_CASE("post(f).get() inside a task, again and again, with the others parked 
   CHECK(done.load() == rounds);
 }
 
+// One round of k parents, each waiting on a child it posts, the k children waiting for each
+// other (up to 5 s): true when all k children ran at once. The round's state lives on the
+// heap: after a failure, a child that starts late must not find a dead round.
+namespace {
+
+bool children_meet(threadpool& pool, int k) {
+  struct round_state {
+    std::mutex m;
+    std::condition_variable cv;
+    int started = 0;
+  };
+  auto s = std::make_shared<round_state>();
+  auto child = [s, k] {
+    std::unique_lock<std::mutex> lock(s->m);
+    ++s->started;
+    s->cv.notify_all();
+    return s->cv.wait_for(lock, 5s, [&] { return s->started == k; });
+  };
+  auto parent = [&pool, child] {
+    std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
+    return pool.post(child).get();
+  };
+  std::vector<std::future<bool>> parents;
+  for (int i = 0; i < k; ++i) {
+    parents.push_back(pool.post(parent));
+  }
+  bool all = true;
+  for (auto& f : parents) {
+    all = f.get() && all;
+  }
+  return all;
+}
+
+} // namespace
+
 TEST_CASE("two tasks waiting on their children at once on four workers both finish",
           "[threadpool]") {
   // Each child waits until the other has started, so both must run at once: two workers are
@@ -737,26 +772,7 @@ TEST_CASE("two tasks waiting on their children at once on four workers both fini
   const int rounds = static_cast<int>(async_test::scaled(400, 60));
   int stuck = 0;
   for (int r = 0; r < rounds && stuck == 0; ++r) {
-    // On the heap: after a failure, a child that starts late must not find a dead round.
-    struct round_state {
-      std::mutex m;
-      std::condition_variable cv;
-      int started = 0;
-    };
-    auto s = std::make_shared<round_state>();
-    auto child = [s] {
-      std::unique_lock<std::mutex> lock(s->m);
-      ++s->started;
-      s->cv.notify_all();
-      return s->cv.wait_for(lock, 5s, [&] { return s->started == 2; });
-    };
-    auto parent = [&pool, child] {
-      std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
-      return pool.post(child).get();
-    };
-    auto a = pool.post(parent);
-    auto b = pool.post(parent);
-    const bool both = a.get() && b.get();
+    const bool both = children_meet(pool, 2);
     stuck += both ? 0 : 1;
     INFO("round " << r);
     CHECK(both);
@@ -769,37 +785,14 @@ TEST_CASE("several tasks waiting on their children at once all finish", "[thread
   // was woken for nothing (a late notification: the task it was meant for had gone) and then
   // took a child from a slot on its way back, outside park(): nobody handed the watch on, and
   // the other children stayed in their slots while every other worker slept without a
-  // deadline. The state of a round lives on the heap: a child that starts late finds it.
+  // deadline.
   const int kinds[] = {2, 3, 4};
   for (int k : kinds) {
     threadpool pool(2 * k);
     const int rounds = static_cast<int>(async_test::scaled(200, 40));
     int stuck = 0;
     for (int r = 0; r < rounds && stuck == 0; ++r) {
-      struct round_state {
-        std::mutex m;
-        std::condition_variable cv;
-        int started = 0;
-      };
-      auto s = std::make_shared<round_state>();
-      auto child = [s, k] {
-        std::unique_lock<std::mutex> lock(s->m);
-        ++s->started;
-        s->cv.notify_all();
-        return s->cv.wait_for(lock, 5s, [&] { return s->started == k; });
-      };
-      auto parent = [&pool, child] {
-        std::this_thread::sleep_for(2ms); // the idle workers park meanwhile
-        return pool.post(child).get();
-      };
-      std::vector<std::future<bool>> parents;
-      for (int i = 0; i < k; ++i) {
-        parents.push_back(pool.post(parent));
-      }
-      bool all = true;
-      for (auto& f : parents) {
-        all = f.get() && all;
-      }
+      const bool all = children_meet(pool, k);
       stuck += all ? 0 : 1;
       INFO(k << " parents, round " << r);
       CHECK(all);
