@@ -51,6 +51,16 @@ struct traits {
   /// states first; where a group holds one slot, its state is padded to alignof(T)).
   static constexpr std::size_t SEGMENT_SIZE = 256;
 
+  /// Where consecutive tickets of a segment lie.
+  ///   true:  on different cache lines, so that threads holding neighbouring tickets (several
+  ///          threads making single calls at once) never write the same line.
+  ///   false: side by side, as many to a line as fit (7 elements of 8 bytes): a bulk call of n
+  ///          elements touches about n / 7 lines instead of n, and a consumer behind its
+  ///          producer reads whole lines; threads that make single calls at once then write
+  ///          shared lines. For bulk calls, or one producer with one consumer
+  ///          (docs/benchmarks.md, "Tickets side by side for bulk calls").
+  static constexpr bool SPREAD_TICKETS = true;
+
   /// The three levels of the node storage: a node index i lives in leaf block
   /// [i / (L2 * L3)][(i / L3) % L2] at position i % L3. The top level (L1 pointers) is part of
   /// the queue object, a middle block (L2 pointers) is allocated when the first of its nodes is,
@@ -143,6 +153,7 @@ class queue {
   static constexpr std::size_t line_size = detail::knob_cacheline<Traits, traits>::value;
   static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, traits>::value;
   static constexpr std::size_t segment_size = detail::knob_segment_size<Traits, traits>::value;
+  static constexpr bool spread_tickets = detail::knob_spread_tickets<Traits, traits>::value;
   static constexpr std::size_t level1 = detail::knob_level1<Traits, traits>::value;
   static constexpr std::size_t level2 = detail::knob_level2<Traits, traits>::value;
   static constexpr std::size_t level3 = detail::knob_level3<Traits, traits>::value;
@@ -426,7 +437,7 @@ private:
   static constexpr state slot_writing = 4;
 
   using list = detail::segment_list<T, state, segment_size, level1, level2, level3, index_bits,
-                                    tag_bits, line_size, atom>;
+                                    tag_bits, line_size, atom, !spread_tickets>;
   // A slot's state is written by the producer of its ticket (publish, void, claim) and by its
   // consumer (skip).
   using slot = typename list::slot_ref;

@@ -36,6 +36,14 @@ struct tiny_traits : async::traits {
   static constexpr unsigned TAG_BITS = 24;
 };
 
+// Consecutive tickets side by side in their groups instead of spread over lines.
+struct side_by_side_traits : async::traits {
+  static constexpr bool SPREAD_TICKETS = false;
+};
+struct tiny_side_by_side_traits : tiny_traits {
+  static constexpr bool SPREAD_TICKETS = false;
+};
+
 enum class style { single, bulk, mixed, blocking };
 
 const char* name_of(style s) {
@@ -162,6 +170,25 @@ TEST_CASE("queue stress: tiny segments and 24-bit tags (reuse and tag wrap)", "[
       run(q, shape, how, 20000);
       WARN(name_of(how) << " " << shape.producers << "p" << shape.consumers
                         << "c: " << q.nodes_allocated() << " nodes");
+    }
+  }
+}
+
+TEST_CASE("queue stress: tickets side by side (SPREAD_TICKETS = false), default and tiny segments",
+          "[queue][stress]") {
+  for (style how : {style::single, style::bulk, style::mixed, style::blocking}) {
+    for (stress_shape shape : shapes) {
+      shape.per_producer = async_test::scaled(400000 / shape.producers, 1000);
+      queue<std::uint64_t, side_by_side_traits> q;
+      run(q, shape, how, 0);
+    }
+  }
+  for (style how : {style::single, style::bulk, style::mixed}) {
+    for (stress_shape shape : shapes) {
+      shape.per_producer = async_test::scaled(400000 / shape.producers, 1000);
+      queue<std::uint64_t, tiny_side_by_side_traits> q(
+          0, async::detail::first_ticket{((1u << 24) - 8) * 4});
+      run(q, shape, how, 20000);
     }
   }
 }

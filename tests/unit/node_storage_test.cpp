@@ -158,12 +158,13 @@ struct twenty_bytes {
 // Checks every slot of segment 0 of a segment_list<T, std::uint8_t, Segment, ...> with padding
 // granule Line: states and elements do not overlap, elements are aligned, a slot's state and
 // element share a 64-byte line where both are small, and (where the segment has room for it)
-// consecutive tickets have their states on different 64-byte lines. Returns the bytes that
-// the segment's slots span, per slot.
-template <typename T, std::size_t Segment, std::size_t Line>
+// consecutive tickets have their states on different 64-byte lines, or with SideBySide
+// (traits::SPREAD_TICKETS = false) the tickets of a group follow one another in it. Returns the
+// bytes that the segment's slots span, per slot.
+template <typename T, std::size_t Segment, std::size_t Line, bool SideBySide = false>
 double check_slot_layout() {
-  using list =
-      async::detail::segment_list<T, std::uint8_t, Segment, 4, 4, 2, 32, 32, Line, std::atomic>;
+  using list = async::detail::segment_list<T, std::uint8_t, Segment, 4, 4, 2, 32, 32, Line,
+                                           std::atomic, SideBySide>;
   list l(0, 0);
   const std::uint32_t i = list::link::index(l.hint(list::producers));
   struct range {
@@ -189,7 +190,21 @@ double check_slot_layout() {
   for (std::size_t k = 1; k < used.size(); ++k) {
     REQUIRE(used[k - 1].end <= used[k].begin); // no two parts of slots overlap
   }
-  if (Segment >= 64 && (Line >= 128 || sizeof(T) <= 16)) {
+  if (SideBySide) {
+    // Side by side: a ticket's state is the byte after its predecessor's, except where a new
+    // group starts, and only groups are padded (the bytes per slot are as without spreading).
+    std::size_t same_line = 0;
+    for (std::size_t k = 1; k < states.size(); ++k) {
+      CHECK(states[k - 1] < states[k]);
+      if (states[k] == states[k - 1] + 1) {
+        CHECK(states[k - 1] / 64 == states[k] / 64);
+        ++same_line;
+      }
+    }
+    if (sizeof(T) <= 16 && Segment >= 8) {
+      CHECK(same_line >= Segment / 2); // most neighbours share a group, and so a line
+    }
+  } else if (Segment >= 64 && (Line >= 128 || sizeof(T) <= 16)) {
     for (std::size_t k = 1; k < states.size(); ++k) {
       CHECK(states[k - 1] / 64 != states[k] / 64); // consecutive tickets: different lines
     }
@@ -221,6 +236,23 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(check_slot_layout<twenty_bytes, 256, 128>() < 22.5);
   CHECK(check_slot_layout<two_hundred_bytes, 256, 128>() < 208.5);
   CHECK(check_slot_layout<std::string, 256, 128>() < 40.5);
+
+  // Side by side (traits::SPREAD_TICKETS = false): the same bytes, neighbours in one group.
+  CHECK(check_slot_layout<std::uint64_t, 256, 128, true>() < 9.5);
+  CHECK(check_slot_layout<std::uint64_t, 4, 128, true>() < 16.5); // one group of 4 slots
+  CHECK(check_slot_layout<char, 256, 128, true>() < 2.5);
+  CHECK(check_slot_layout<three_bytes, 256, 128, true>() < 4.5);
+  CHECK(check_slot_layout<forty_bytes, 256, 128, true>() < 48.5);
+  CHECK(check_slot_layout<line_aligned, 16, 128, true>() < 128.5);
+  CHECK(check_slot_layout<std::string, 256, 128, true>() < 40.5);
+  using side_words =
+      async::detail::slot_group_shape<std::uint64_t, std::uint8_t, 64, 128, 256, std::atomic, true>;
+  CHECK(side_words::value.count == 7);
+  CHECK(side_words::value.groups == 37);
+  using side_forties =
+      async::detail::slot_group_shape<forty_bytes, std::uint8_t, 64, 128, 256, std::atomic, true>;
+  CHECK(side_forties::value.stride == 1); // not spread: 48 bytes between neighbours
+  CHECK(side_forties::value.groups == 256);
 
   // The shapes themselves (also read by reference: C++14 needs the definition of `value`).
   using words =

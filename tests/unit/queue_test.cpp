@@ -386,6 +386,82 @@ TEST_CASE("queue: a producer stalled inside enqueue does not hide later elements
 
 namespace {
 
+struct side_by_side_traits : async::traits {
+  static constexpr bool SPREAD_TICKETS = false;
+};
+struct tiny_side_by_side_traits : tiny_traits {
+  static constexpr bool SPREAD_TICKETS = false;
+};
+
+// Bulk rounds of 1..40 elements, single calls between them: order and lives.
+template <typename Queue>
+void side_by_side_round_trip() {
+  tracked::reset();
+  {
+    Queue q;
+    int next_in = 0;
+    int next_out = 0;
+    for (int round = 0; round < 200; ++round) {
+      const int n = 1 + round % 40;
+      std::vector<tracked> src;
+      for (int k = 0; k < n; ++k) {
+        src.emplace_back(next_in++);
+      }
+      REQUIRE(q.bulk_enqueue(src.begin(), src.size()) == src.size());
+      REQUIRE(q.enqueue(next_in++));
+      std::vector<tracked> dst;
+      q.bulk_dequeue(std::back_inserter(dst), static_cast<std::size_t>(1 + round % 23));
+      for (const tracked& t : dst) {
+        REQUIRE(t.value == next_out++);
+      }
+    }
+    tracked out;
+    while (q.dequeue(out)) {
+      REQUIRE(out.value == next_out++);
+    }
+    CHECK(next_out == next_in);
+    for (int k = 0; k < 100; ++k) {
+      q.enqueue(k); // left inside: ~queue destroys them
+    }
+  }
+  CHECK(tracked::alive() == 0);
+}
+
+} // namespace
+
+TEST_CASE("queue: tickets side by side (SPREAD_TICKETS = false) keep order and lives", "[queue]") {
+  side_by_side_round_trip<queue<tracked, side_by_side_traits>>();
+  side_by_side_round_trip<queue<tracked, tiny_side_by_side_traits>>();
+  // A producer stalled inside enqueue: its slot's neighbours share its line now, and the
+  // elements after it still come out while it is stalled; its own goes in after them.
+  gate g;
+  queue<slow, side_by_side_traits> q;
+  std::thread stalled([&] { q.enqueue(&g); });
+  while (!g.entered.load()) {
+    std::this_thread::sleep_for(1ms);
+  }
+  for (int i = 0; i < 20; ++i) {
+    q.enqueue(i);
+  }
+  slow out;
+  int got = 0;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (got < 20 && std::chrono::steady_clock::now() < end) {
+    if (q.dequeue(out)) {
+      REQUIRE(out.value == got);
+      ++got;
+    }
+  }
+  CHECK(got == 20);
+  g.open.store(true);
+  stalled.join();
+  REQUIRE(q.dequeue_for(out, 10s));
+  CHECK(out.value == -1);
+  CHECK_FALSE(q.dequeue(out));
+}
+
+namespace {
+
 // An output iterator that throws on its `fails_at`-th assignment.
 struct throwing_out : async_test::output_iterator_types {
   throwing_out(std::vector<int>* s, int f) : sink(s), fails_at(f) {}

@@ -10,8 +10,10 @@
 
 namespace async_bench {
 
-struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
-  static const char* name() { return "async::queue"; }
+/// The calls of an async::queue<std::uint64_t, Traits>.
+template <typename Traits>
+struct async_unbounded_calls : owning_adapter<async::queue<std::uint64_t, Traits>> {
+  using queue = async::queue<std::uint64_t, Traits>;
   static constexpr bool ours = true;
   static constexpr bool bulk = true;
   static void push(queue& q, std::uint64_t v) { q.enqueue(v); }
@@ -27,6 +29,10 @@ struct async_unbounded : owning_adapter<async::queue<std::uint64_t>> {
   }
 };
 
+struct async_unbounded : async_unbounded_calls<async::traits> {
+  static const char* name() { return "async::queue"; }
+};
+
 /// The blocking consumer call (parks on an empty queue instead of the harness's spin_wait).
 struct async_unbounded_blocking : async_unbounded {
   static const char* name() { return "async::queue blocking_dequeue"; }
@@ -40,9 +46,20 @@ struct async_unbounded_blocking : async_unbounded {
   }
 };
 
+/// Consecutive tickets side by side in their lines (traits::SPREAD_TICKETS = false): the layout
+/// for bulk calls and one producer with one consumer.
+struct side_by_side_traits : async::traits {
+  static constexpr bool SPREAD_TICKETS = false;
+};
+struct async_unbounded_side_by_side : async_unbounded_calls<side_by_side_traits> {
+  static const char* name() { return "async::queue side by side"; }
+  static constexpr bool primary = false;
+};
+
 } // namespace async_bench
 
 #define ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED                                                         \
-  async_bench::async_unbounded, async_bench::async_unbounded_blocking,
+  async_bench::async_unbounded, async_bench::async_unbounded_blocking,                             \
+      async_bench::async_unbounded_side_by_side,
 
 #endif

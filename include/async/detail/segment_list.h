@@ -67,9 +67,10 @@ struct slot_group_layout {
 /// another unpadded (a group of one slot is the element with its state, padded to alignof(T)),
 /// and lines may then hold parts of several groups; so that consecutive tickets do not share a
 /// line, ticket k's group is spread like the slots of a ring (at(): `stride` groups apart, as
-/// many as fit in Spread bytes, the padding granule).
+/// many as fit in Spread bytes, the padding granule). With SideBySide, tickets are not spread:
+/// ticket k is slot k % count of group k / count, and `stride` is 1.
 template <typename T, typename State, std::size_t GroupLine, std::size_t Spread,
-          std::size_t Segment, template <typename> class Atom>
+          std::size_t Segment, template <typename> class Atom, bool SideBySide = false>
 struct slot_group_shape {
   static constexpr std::size_t round_up(std::size_t x, std::size_t to) noexcept {
     return (x + to - 1) / to * to;
@@ -101,7 +102,9 @@ struct slot_group_shape {
     l.whole_lines = l.count >= 2 && b <= GroupLine && (GroupLine - b) * 8 <= GroupLine;
     l.alignment = l.whole_lines ? GroupLine : natural_alignment();
     l.group_bytes = l.whole_lines ? GroupLine : b;
-    l.stride = l.whole_lines || l.group_bytes >= Spread ? 1 : floor_pow2(Spread / l.group_bytes);
+    l.stride = SideBySide || l.whole_lines || l.group_bytes >= Spread
+                   ? 1
+                   : floor_pow2(Spread / l.group_bytes);
     l.groups = round_up((Segment + l.count - 1) / l.count, l.stride);
     l.rows = l.groups / l.stride;
     return l;
@@ -117,8 +120,8 @@ struct slot_group_shape {
 #if ASYNC_CPLUSPLUS < 17
 // The definition that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename T, typename S, std::size_t G, std::size_t P, std::size_t N,
-          template <typename> class A>
-constexpr slot_group_layout slot_group_shape<T, S, G, P, N, A>::value;
+          template <typename> class A, bool B>
+constexpr slot_group_layout slot_group_shape<T, S, G, P, N, A, B>::value;
 #endif
 
 /// A group of slots (slot_group_shape): N states, then the storage of N elements.
@@ -132,10 +135,12 @@ struct alignas(Alignment) slot_group {
 /// The segments of an unbounded queue: SegmentSize slots each, a slot being an Atom<State> (the
 /// value 0 means "empty") and the storage of one T, in nodes of a node_pool of L1 x L2 x L3,
 /// linked by tagged_index<IndexBits, TagBits> words. Atom is the atomic type template of the
-/// protocol words. Every member is thread-safe and lock-free unless it says otherwise.
+/// protocol words. Consecutive tickets of a segment lie on different lines, or with SideBySide
+/// side by side in their groups (slot()). Every member is thread-safe and lock-free unless it
+/// says otherwise.
 template <typename T, typename State, std::size_t SegmentSize, std::size_t L1, std::size_t L2,
           std::size_t L3, unsigned IndexBits, unsigned TagBits, std::size_t Line,
-          template <typename> class Atom>
+          template <typename> class Atom, bool SideBySide = false>
 class segment_list {
 public:
   using link = tagged_index<IndexBits, TagBits>;
@@ -218,9 +223,14 @@ public:
 
   /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
   /// group of rank k % G (G: the groups of a node), at position k / G within it; consecutive
-  /// ranks are one line apart (slot_group_shape::at), so consecutive tickets are too.
+  /// ranks are one line apart (slot_group_shape::at), so consecutive tickets are too. With
+  /// SideBySide, ticket k is at position k % N of group k / N (N: the slots of a group).
   slot_ref slot(std::uint32_t i, std::uint64_t t) const noexcept {
     const std::size_t k = static_cast<std::size_t>(t % segment_size);
+    if (SideBySide) {
+      group& g = pool_[i].groups[k / shape::value.count];
+      return slot_ref{g.states[k % shape::value.count], g.elements[k % shape::value.count]};
+    }
     group& g = pool_[i].groups[shape::at(k % shape::value.groups)];
     return slot_ref{g.states[k / shape::value.groups], g.elements[k / shape::value.groups]};
   }
@@ -350,7 +360,7 @@ private:
   // and bulk(16) at 1p1c ran at half the speed (7.3 M/s against 14.6 M/s for the slots of
   // 16 bytes before groups; 64-byte groups: level).
   static constexpr std::size_t group_line = Line < 64 ? Line : 64;
-  using shape = slot_group_shape<T, State, group_line, Line, SegmentSize, Atom>;
+  using shape = slot_group_shape<T, State, group_line, Line, SegmentSize, Atom, SideBySide>;
   using group = slot_group<T, State, shape::value.count, shape::value.alignment, Atom>;
   static_assert(sizeof(group) == shape::value.group_bytes, "slot_group_shape: a group's size");
 
@@ -580,11 +590,11 @@ private:
 };
 
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
-          unsigned I, unsigned G, std::size_t Line, template <typename> class Atom>
-constexpr std::size_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom>::segment_size;
+          unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
+constexpr std::size_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::segment_size;
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
-          unsigned I, unsigned G, std::size_t Line, template <typename> class Atom>
-constexpr std::uint64_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom>::capacity;
+          unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
+constexpr std::uint64_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::capacity;
 
 } // namespace detail
 } // namespace async

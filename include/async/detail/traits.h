@@ -49,6 +49,12 @@ struct knob_segment_size<Traits, Defaults, void_t<decltype(Traits::SEGMENT_SIZE)
     : std::integral_constant<std::size_t, Traits::SEGMENT_SIZE> {};
 
 template <typename Traits, typename Defaults, typename = void>
+struct knob_spread_tickets : std::integral_constant<bool, Defaults::SPREAD_TICKETS> {};
+template <typename Traits, typename Defaults>
+struct knob_spread_tickets<Traits, Defaults, void_t<decltype(Traits::SPREAD_TICKETS)>>
+    : std::integral_constant<bool, Traits::SPREAD_TICKETS> {};
+
+template <typename Traits, typename Defaults, typename = void>
 struct knob_level1 : std::integral_constant<std::size_t, Defaults::NODE_LEVEL1> {};
 template <typename Traits, typename Defaults>
 struct knob_level1<Traits, Defaults, void_t<decltype(Traits::NODE_LEVEL1)>>
