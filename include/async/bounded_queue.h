@@ -329,12 +329,12 @@ public:
     // (BC1) release: the last value of the tail that producers may use. A producer whose
     // fetch_add comes later in the tail's modification order acquires this (BP1) and sees
     // `closing`, so it compares its ticket with final_ticket_ and gives up.
+    // Between `closing` and `closed` only these two steps, whatever the capacity: a producer
+    // that must know where the close fell waits for them (blocking calls), or refuses its
+    // ticket without waiting (try and timed calls, claim_for_producer).
     const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_acq_rel);
-    for (std::size_t i = 0; i < capacity_; ++i) {
-      abandoned_[i].store(last, std::memory_order_relaxed); // "no producer gave up here"
-    }
     final_ticket_.store(last, std::memory_order_relaxed);
-    // (BC2) seq_cst: publishes final_ticket_ and abandoned_ (pairs with the acquire loads in
+    // (BC2) seq_cst: publishes final_ticket_ (pairs with the acquire loads in
     // wait_until_closed), and orders this store before the sleeper-bit reads below (pairs with
     // (TW4): a waiter either sees `closed` or is woken here).
     close_state_.store(closed, std::memory_order_seq_cst);
@@ -547,8 +547,16 @@ private:
         // acquire on success: as (BP1), a ticket taken after close() must see it.
         if (tail_.value.compare_exchange_weak(t, t + 1, std::memory_order_acquire,
                                               std::memory_order_relaxed)) {
-          if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
-              ticket_after_close(t)) {
+          const std::uint32_t state = close_state_.load(std::memory_order_acquire);
+          if (ASYNC_UNLIKELY(state == closing)) {
+            // close() is under way in another thread, and whether t came before its last
+            // ticket is not known yet. A try call does not wait for the closer: the ticket is
+            // refused with a hole, which its consumer skips if t came before the close.
+            ASYNC_PERTURB(); // ticket taken while closing, its hole not yet published
+            turn::publish(s->state, turn_of(t, state_hole));
+            return claim::closed;
+          }
+          if (ASYNC_UNLIKELY(state == closed) && ticket_after_close(t)) {
             return claim::closed;
           }
           return claim::claimed;
@@ -668,8 +676,9 @@ private:
     if (static_cast<std::int64_t>(h - last) >= 0) {
       return true;
     }
-    const std::uint64_t from = abandoned_[logical_index(h)].load(std::memory_order_seq_cst);
-    return static_cast<std::int64_t>(from - last) < 0 && static_cast<std::int64_t>(h - from) >= 0;
+    // The distance from the smallest abandoned ticket of h's slot to the last ticket (0: none).
+    const std::uint64_t d = abandoned_[logical_index(h)].load(std::memory_order_seq_cst);
+    return d != 0 && static_cast<std::int64_t>(h - (last - d)) >= 0;
   }
 
   // A producer holding ticket t (taken before close()) gives up: record it so that the
@@ -679,12 +688,15 @@ private:
   void abandon(std::uint64_t t, slot& s) noexcept {
     wait_until_closed();
     const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
+    // Recorded as the distance to the last ticket, at least 1 (t was taken before the close:
+    // later tickets are refused, not abandoned), so that 0, the value from construction,
+    // means "nobody gave up here" and close() has nothing to write per slot.
+    const std::uint64_t d = last - t;
     atom<std::uint64_t>& from = abandoned_[logical_index(t)];
     std::uint64_t cur = from.load(std::memory_order_relaxed);
     // (BA1) seq_cst: ordered before the sleeper-bit read in turn::wake; pairs with (TW4).
-    while (
-        static_cast<std::int64_t>(t - last) < static_cast<std::int64_t>(cur - last) &&
-        !from.compare_exchange_weak(cur, t, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    while (d > cur && !from.compare_exchange_weak(cur, d, std::memory_order_seq_cst,
+                                                  std::memory_order_relaxed)) {
     }
     turn::wake(s.state);
   }
@@ -697,7 +709,9 @@ private:
   bool pow2_;
   std::uint64_t mask_;
   slot* ring_ = nullptr;
-  atom<std::uint64_t>* abandoned_ = nullptr; // per logical slot; written after close()
+  // Per logical slot, written after close(): how far its smallest abandoned ticket lies before
+  // the last ticket (0: none).
+  atom<std::uint64_t>* abandoned_ = nullptr;
   // Written once by close(); read on the producers' path (a line that stays shared).
   atom<std::uint32_t> close_state_{open};
   atom<std::uint64_t> final_ticket_{0};

@@ -31,8 +31,9 @@ namespace async {
 /// Tuning knobs of queue. Derive from it (or write your own struct: every member is optional, a
 /// missing one takes the default below) and pass it as the second template argument.
 struct traits {
-  /// What happens when T's constructor throws inside enqueue or bulk_enqueue. Either way the
-  /// slot that was reserved for the element is marked void (consumers skip it), nothing leaks,
+  /// What happens when T's constructor throws inside enqueue or bulk_enqueue, or its move
+  /// (an element whose slot a consumer skipped moves to a later one). Either way the slot that
+  /// was reserved for the element is marked void or left (consumers skip it), nothing leaks,
   /// and the queue stays usable.
   ///   true:  the exception is caught; enqueue returns false, bulk_enqueue skips the element
   ///          and goes on with the next one (its return value counts the elements that went in).
@@ -240,12 +241,14 @@ public:
   // ---- producers ------------------------------------------------------------------------------
 
   /// Constructs an element from `args` at the tail. Returns true when it went in; false when
-  /// the queue is closed, or, with NOEXCEPT_CHECK, when T's constructor threw. (In the rare case
-  /// that the element's slot was skipped and the queue closed before it could move on, the
-  /// element is destroyed and false is returned.) Throws std::length_error, before taking a
-  /// ticket, when every node of the storage is in use. When memory runs out after the ticket
-  /// was taken, the call waits for memory (the ticket's slot must be settled). Thread-safe
-  /// (lock-free).
+  /// the queue is closed, or, with NOEXCEPT_CHECK, when T's constructor threw (or its move, for
+  /// an element whose slot was skipped). (In the rare case that the element's slot was skipped
+  /// and the queue closed before it could move on, the element is destroyed and false is
+  /// returned.) Throws std::length_error, before taking a ticket, when every node of the storage
+  /// is in use, unless consumers already hold tickets past the tail (they raced past it and
+  /// skipped those slots; only producers can finish them). When memory runs out after the
+  /// ticket was taken, the call waits for memory (the ticket's slot must be settled).
+  /// Thread-safe (lock-free).
   template <typename... Args>
   bool enqueue(Args&&... args) {
     word hint = 0;
@@ -284,7 +287,8 @@ public:
     while (n > 0) {
       word hint = 0;
       std::uint64_t t0 = 0;
-      if (ASYNC_UNLIKELY(!take_tickets(n, hint, t0))) {
+      // A carried element is held already: its round waits for a node rather than throw.
+      if (ASYNC_UNLIKELY(!take_tickets(n, hint, t0, /*check=*/!carry.engaged()))) {
         break; // closed: `carry` (if any) is destroyed, the rest of the range is not read
       }
       walk round(segments_, list::producers, hint, t0, t0 + n);
@@ -456,7 +460,7 @@ private:
   // the caller already holds its element and must wait for a node instead: `check` false).
   bool take_tickets(std::uint64_t n, word& hint, std::uint64_t& first, bool check = true) {
     hint = segments_.hint(list::producers);
-    if (check) {
+    if (check && ASYNC_UNLIKELY(segments_.exhausted()) && !passed_by_consumers(n)) {
       segments_.check_room();
     }
     // (UE1) seq_cst: the tickets; seq_cst also orders them before the waiter check of
@@ -464,6 +468,16 @@ private:
     first = tail_.value.fetch_add(n, std::memory_order_seq_cst);
     ASYNC_PERTURB(); // tickets taken, their slots not yet found
     return (first & closed_bit) == 0;
+  }
+
+  // Whether consumers hold tickets past the next n producer tickets. Consumers that raced
+  // each other past the tail skipped those slots, and only their producers can finish them:
+  // their segments are linked, or being linked by those consumers, so the tickets need no node
+  // of their own and must not be refused when the storage is full (it would stay full).
+  bool passed_by_consumers(std::uint64_t n) const noexcept {
+    const std::uint64_t t = tail_.value.load(std::memory_order_relaxed) & ~closed_bit;
+    return static_cast<std::int64_t>(head_.value.load(std::memory_order_relaxed) - t) >=
+           static_cast<std::int64_t>(n);
   }
 
   std::uint64_t effective_tail() const noexcept {
@@ -573,9 +587,11 @@ private:
           waiting_.notify();
           continue;
         }
-        hand_back(i, s, carry); // leaves slot t, even when the move throws
+        // Leaves slot t, even when the move throws. An element lost to a throwing move
+        // (NOEXCEPT_CHECK) is settled: the round counts it and the next element goes on.
+        const bool kept = move_out(i, s, carry);
         void_rest(round);
-        return static_cast<std::size_t>(t - start);
+        return static_cast<std::size_t>(t - start) + (kept ? 0 : 1);
       }
     } catch (...) {
       void_rest(round);
@@ -596,10 +612,28 @@ private:
     carry.take_from(*s.element.get());
   }
 
+  // hand_back, where a move that throws under NOEXCEPT_CHECK loses the element (false, the
+  // slot left all the same) instead of propagating, as in place_carried.
+  bool move_out(std::uint32_t i, const slot& s, detail::holder<T>& carry) {
+    if (!noexcept_check) {
+      hand_back(i, s, carry);
+      return true;
+    }
+    try {
+      hand_back(i, s, carry);
+    } catch (...) {
+      return false;
+    }
+    return true;
+  }
+
   // The element in slot s of node i was skipped by its consumer: move it to a new ticket.
+  // False when it could not go in (closed meanwhile, or lost to a move that threw).
   bool relocate(std::uint32_t i, const slot& s) {
     detail::holder<T> carry;
-    hand_back(i, s, carry);
+    if (!move_out(i, s, carry)) {
+      return false;
+    }
     for (;;) {
       word hint = 0;
       std::uint64_t t = 0;

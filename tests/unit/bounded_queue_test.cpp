@@ -657,3 +657,98 @@ TEST_CASE("blocking dequeue on an empty ring: a ticket at once, none while crowd
   q.close();
   c.join();
 }
+
+namespace {
+
+// A try enqueue that takes its ticket just after close() began (the closer marked the queue
+// closing but has not yet fixed the last ticket), through the traits' atomic seam: the
+// producer's first compare-and-swap waits until the closer is inside its fetch_add(0) on the
+// tail, and the closer stays there until the test lets it go.
+struct close_race {
+  std::atomic<bool> producer_at_cas{false};
+  std::atomic<bool> closer_inside{false};
+  std::atomic<bool> release{false};
+};
+close_race& race() {
+  static close_race r;
+  return r;
+}
+enum class race_role { none, producer, closer };
+thread_local race_role role = race_role::none;
+
+template <typename V>
+struct close_race_atomic : std::atomic<V> {
+  close_race_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+  V fetch_add(V d, std::memory_order order = std::memory_order_seq_cst) noexcept {
+    if (role == race_role::closer && d == 0) { // close(): the last ticket, not yet taken
+      race().closer_inside.store(true);
+      while (!race().release.load()) {
+        std::this_thread::yield();
+      }
+    }
+    return std::atomic<V>::fetch_add(d, order);
+  }
+  bool compare_exchange_weak(V& expected, V desired, std::memory_order success,
+                             std::memory_order failure) noexcept {
+    if (role == race_role::producer) { // the tail's CAS: after the open check, before the ticket
+      role = race_role::none;
+      race().producer_at_cas.store(true);
+      while (!race().closer_inside.load()) {
+        std::this_thread::yield();
+      }
+    }
+    return std::atomic<V>::compare_exchange_weak(expected, desired, success, failure);
+  }
+  bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
+    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
+  }
+  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
+};
+
+struct close_race_traits : async::bounded_traits {
+  template <typename V>
+  using atomic = close_race_atomic<V>;
+};
+
+} // namespace
+
+// The try call used to wait until close() had finished (it needs the last ticket to know
+// whether its own came before it), that is for another thread's progress: as long as the
+// closer was descheduled, and for the whole of close() where it wrote one word per slot
+// (found by an attacking helper: 500 ms with a stalled closer, milliseconds at capacity 2^22).
+// Now it refuses its ticket at once with a hole, which the consumer skips.
+TEST_CASE("a try enqueue that takes its ticket while close() runs does not wait for it",
+          "[bounded_queue]") {
+  bounded_queue<int, close_race_traits> q(4);
+  REQUIRE(q.enqueue(1));
+  race().producer_at_cas = false;
+  race().closer_inside = false;
+  race().release = false;
+  std::atomic<bool> returned{false};
+  bool result = true;
+  std::thread producer([&] {
+    role = race_role::producer;
+    result = q.enqueue(2);
+    returned = true;
+  });
+  std::thread closer([&] {
+    role = race_role::closer;
+    while (!race().producer_at_cas.load()) { // the producer has seen the queue open
+      std::this_thread::yield();
+    }
+    q.close();
+  });
+  const bool without_the_closer =
+      async_test::eventually_equal([&] { return returned.load(); }, true, 2s);
+  race().release = true;
+  producer.join();
+  closer.join();
+  CHECK(without_the_closer);
+  CHECK_FALSE(result); // the queue was closing: refused
+  int out = 0;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 1);
+  CHECK_FALSE(q.dequeue(out)); // the refused ticket's hole is skipped; nothing else is there
+  CHECK_FALSE(q.blocking_dequeue(out));
+  CHECK(q.size_approx() == 0);
+}

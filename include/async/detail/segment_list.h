@@ -253,6 +253,9 @@ public:
     }
   }
 
+  /// Whether every node of the storage is in use and none is free (a guess: it may change).
+  bool exhausted() const noexcept { return pool_.exhausted(); }
+
   /// Throws std::length_error when every node of the storage is in use and none is free: a
   /// producer calls it before taking a ticket, which it then might not be able to serve.
   void check_room() const {
