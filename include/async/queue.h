@@ -275,7 +275,8 @@ public:
   /// is not read) or, with NOEXCEPT_CHECK, when constructors threw (those elements are
   /// skipped). n == 0 does nothing. Throws std::length_error, before reading the range or
   /// taking a ticket, when n exceeds max_bulk() (n tickets could need more nodes than the
-  /// storage has). Thread-safe (lock-free).
+  /// storage has), or when every node of the storage is in use (as enqueue); once elements of
+  /// the range are in, the call waits for a node instead. Thread-safe (lock-free).
   template <typename InputIt>
   std::size_t bulk_enqueue(InputIt first, std::size_t n) {
     if (ASYNC_UNLIKELY(n > max_bulk())) {
@@ -284,13 +285,17 @@ public:
     }
     std::size_t in = 0;
     detail::holder<T> carry; // an element whose slot was skipped: it goes first in a new round
+    bool first_round = true;
     while (n > 0) {
       word hint = 0;
       std::uint64_t t0 = 0;
-      // A carried element is held already: its round waits for a node rather than throw.
-      if (ASYNC_UNLIKELY(!take_tickets(n, hint, t0, /*check=*/!carry.engaged()))) {
+      // Only the first round may be refused for want of room: a later one (after a consumer
+      // skipped a slot) has elements of this call in already, and perhaps one in hand, so it
+      // waits for a node rather than throw.
+      if (ASYNC_UNLIKELY(!take_tickets(n, hint, t0, /*check=*/first_round))) {
         break; // closed: `carry` (if any) is destroyed, the rest of the range is not read
       }
+      first_round = false;
       walk round(segments_, list::producers, hint, t0, t0 + n);
       n -= fill(round, first, carry, in);
     }
@@ -470,14 +475,15 @@ private:
     return (first & closed_bit) == 0;
   }
 
-  // Whether consumers hold tickets past the next n producer tickets. Consumers that raced
-  // each other past the tail skipped those slots, and only their producers can finish them:
-  // their segments are linked, or being linked by those consumers, so the tickets need no node
-  // of their own and must not be refused when the storage is full (it would stay full).
+  // Whether consumers hold tickets past the tail, in segments that reach as far as the next n
+  // producer tickets. Consumers that raced each other past the tail skipped those slots, and
+  // only producers can finish them: their segments are linked (or being linked by those
+  // consumers), so the tickets need no node of their own and must not be refused when the
+  // storage is full (it would stay full).
   bool passed_by_consumers(std::uint64_t n) const noexcept {
     const std::uint64_t t = tail_.value.load(std::memory_order_relaxed) & ~closed_bit;
-    return static_cast<std::int64_t>(head_.value.load(std::memory_order_relaxed) - t) >=
-           static_cast<std::int64_t>(n);
+    const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
+    return h > t && (t + n - 1) / segment_size <= (h - 1) / segment_size;
   }
 
   std::uint64_t effective_tail() const noexcept {

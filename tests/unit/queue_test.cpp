@@ -974,3 +974,191 @@ TEST_CASE("queue: a throwing move of a skipped element under NOEXCEPT_CHECK is r
   }
   CHECK(elem::alive().load() == 0);
 }
+
+namespace {
+
+// Two consumers that look at the same head and tail before either takes tickets, through the
+// traits' atomic seam: a consumer's first fetch_add on a 64-bit word (the head) waits until the
+// other consumer has reached its own.
+std::atomic<int>& consumers_at_head() {
+  static std::atomic<int> n{0};
+  return n;
+}
+thread_local bool meets_the_other = false;
+
+template <typename V>
+struct meeting_atomic : std::atomic<V> {
+  meeting_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+  V fetch_add(V d, std::memory_order order = std::memory_order_seq_cst) noexcept {
+    if (meets_the_other && sizeof(V) == 8) {
+      meets_the_other = false;
+      consumers_at_head().fetch_add(1);
+      while (consumers_at_head().load() < 2) {
+        std::this_thread::yield();
+      }
+    }
+    return std::atomic<V>::fetch_add(d, order);
+  }
+  bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
+    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
+  }
+  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
+};
+
+// Two nodes of four slots: max_bulk() is 4.
+struct meeting_traits : async::traits {
+  static constexpr std::size_t SEGMENT_SIZE = 4;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 2;
+  template <typename V>
+  using atomic = meeting_atomic<V>;
+};
+
+} // namespace
+
+// Three elements, two consumers that both take three tickets: the second three (3, 4, 5) lie
+// past the tail, in segment 0 and in segment 1, which that consumer links with the last node.
+// The storage is full, and a bulk_enqueue of 4 (tickets 3 to 6, in those two segments) needs
+// no node: it used to be refused, as long as the gap between tail and head was smaller than
+// its count, so an empty, idle queue refused it for good (found by an attacking helper).
+TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is not refused",
+          "[queue]") {
+  queue<int, meeting_traits> q;
+  const int three[] = {0, 1, 2};
+  REQUIRE(q.bulk_enqueue(three, 3) == 3);
+  consumers_at_head() = 0;
+  std::vector<int> got[2];
+  auto consumer = [&](int c) {
+    meets_the_other = true;
+    q.bulk_dequeue(std::back_inserter(got[c]), 100);
+  };
+  std::thread a(consumer, 0);
+  std::thread b(consumer, 1);
+  a.join();
+  b.join();
+  CHECK(got[0].size() + got[1].size() == 3);
+  CHECK(q.size_approx() == 0);
+  const int four[] = {10, 11, 12, 13};
+  std::size_t in = 0;
+  bool refused = false;
+  try {
+    in = q.bulk_enqueue(four, 4);
+  } catch (const std::length_error&) {
+    refused = true;
+  }
+  CHECK_FALSE(refused);
+  CHECK(in == 4);
+  std::vector<int> out;
+  CHECK(q.bulk_dequeue(std::back_inserter(out), 10) == in);
+  if (in == 4) {
+    CHECK(out == std::vector<int>({10, 11, 12, 13}));
+  }
+}
+
+namespace {
+
+struct checked_two_slot_traits : async::traits {
+  static constexpr bool NOEXCEPT_CHECK = true;
+  static constexpr std::size_t SEGMENT_SIZE = 2;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 4;
+};
+
+std::atomic<bool>& a_move_threw() {
+  static std::atomic<bool> b{false};
+  return b;
+}
+
+// As slow_to_build_bad_to_move, and says when its move has thrown.
+struct reports_its_move {
+  struct source {
+    gate* g;
+    int value;
+  };
+  explicit reports_its_move(int v = 0) : value(v) {}
+  explicit reports_its_move(const source& s) : value(s.value) {
+    if (s.g != nullptr) {
+      s.g->entered.store(true);
+      while (!s.g->open.load()) {
+        std::this_thread::yield();
+      }
+    }
+  }
+  reports_its_move(const reports_its_move&) = delete;
+  reports_its_move(reports_its_move&&) {
+    a_move_threw().store(true);
+    throw std::runtime_error("move");
+  }
+  reports_its_move& operator=(reports_its_move&& o) noexcept {
+    value = o.value;
+    return *this;
+  }
+  int value;
+};
+
+} // namespace
+
+// A bulk_enqueue whose first element is lost (NOEXCEPT_CHECK: its slot was skipped and its move
+// threw) goes on with the rest in a new round. With the storage full then (an older slot still
+// waits for a stalled producer), that round used to throw length_error from the middle of the
+// call: an element of it was already in the consumer's hands, and the count was lost. It waits
+// for a node now (found by an attacking helper).
+TEST_CASE("queue: a bulk_enqueue that has begun waits for room instead of throwing", "[queue]") {
+  using elem = reports_its_move;
+  using source = elem::source;
+  queue<elem, checked_two_slot_traits> q;
+  a_move_threw() = false;
+  gate first; // holds ticket 0 (segment 0) until the end
+  gate second;
+  bool first_in = true;
+  std::thread p0([&] { first_in = q.enqueue(source{&first, 0}); });
+  while (!first.entered.load()) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::size_t bulk_in = 0;
+  bool bulk_threw = false;
+  const std::vector<source> src{{&second, 1}, {nullptr, 2}};
+  std::thread p1([&] {
+    try {
+      bulk_in = q.bulk_enqueue(src.begin(), src.size()); // tickets 1 and 2
+    } catch (const std::length_error&) {
+      bulk_threw = true;
+    }
+  });
+  while (!second.entered.load()) {
+    std::this_thread::sleep_for(1ms);
+  }
+  elem out;
+  CHECK_FALSE(q.dequeue(out)); // skips tickets 0, 1 and 2
+  int filled = 0;
+  try {
+    while (q.enqueue(source{nullptr, 100 + filled})) {
+      ++filled;
+    }
+  } catch (const std::length_error&) {
+    // every node in use: segment 0 waits for the first producer
+  }
+  CHECK(filled >= 3);
+  second.open.store(true); // element 1's move throws; element 2 needs a new round, and a node
+  while (!a_move_threw().load()) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(20ms);
+  first.open.store(true); // element 0 is lost too; segment 0 is done and its node free
+  p0.join();
+  p1.join();
+  CHECK_FALSE(first_in);
+  CHECK_FALSE(bulk_threw);
+  CHECK(bulk_in == 1);
+  for (int k = 0; k < filled; ++k) {
+    REQUIRE(q.dequeue(out));
+    CHECK(out.value == 100 + k);
+  }
+  if (bulk_in == 1) {
+    REQUIRE(q.dequeue(out));
+    CHECK(out.value == 2);
+  }
+  CHECK_FALSE(q.dequeue(out));
+}
