@@ -122,6 +122,9 @@ struct traits {
 ///     bulk_dequeue are lock-free except at such a claimed slot, where the one consumer holding
 ///     that ticket waits for the move of that one element; a stalled producer delays no other
 ///     consumer and no other element. blocking_dequeue and dequeue_for park on an empty queue.
+///     Consumers that race each other may take tickets past the tail (skipped, for producers
+///     to pass); where the node storage has no room left for their segments, such a consumer
+///     waits inside its call until producers come for those tickets.
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to
