@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 // Helpers shared by the test binaries: stress sizes, a start barrier, element types that count
-// their lifetimes or throw on demand, and the CPU time of the process.
+// their lifetimes or throw on demand, the CPU time of the process, and a base for atomics put
+// into the queues' atomic seam.
 #ifndef ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 #define ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 
 #include <async/detail/config.h>
 #include <async/detail/perturb.h>
+#include <async/detail/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -217,6 +219,19 @@ inline std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+/// std::atomic<V> with the parking members that the queues' atomic seam (a traits member
+/// `template <class V> using atomic = ...`) asks of a type other than std::atomic. White-box
+/// tests derive from it and hide one call (fetch_add, compare_exchange_weak) to count it or
+/// to hold a thread at it.
+template <typename V>
+struct seam_atomic : std::atomic<V> {
+  seam_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+  bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
+    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
+  }
+  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
+};
 
 } // namespace async_test
 

@@ -552,17 +552,16 @@ std::atomic<int>& parks() {
 }
 
 template <typename V>
-struct counted_atomic : std::atomic<V> {
-  counted_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+struct counted_atomic : async_test::seam_atomic<V> {
+  using async_test::seam_atomic<V>::seam_atomic;
   V fetch_add(V d, std::memory_order order = std::memory_order_seq_cst) noexcept {
     tickets_taken().fetch_add(1);
     return std::atomic<V>::fetch_add(d, order);
   }
   bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
     parks().fetch_add(1);
-    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
+    return async_test::seam_atomic<V>::park(expected, deadline);
   }
-  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
 };
 
 struct counted_traits : async::bounded_traits {
@@ -677,8 +676,8 @@ enum class race_role { none, producer, closer };
 thread_local race_role role = race_role::none;
 
 template <typename V>
-struct close_race_atomic : std::atomic<V> {
-  close_race_atomic(V v = V()) noexcept : std::atomic<V>(v) {} // NOLINT: implicit, as std::atomic
+struct close_race_atomic : async_test::seam_atomic<V> {
+  using async_test::seam_atomic<V>::seam_atomic;
   V fetch_add(V d, std::memory_order order = std::memory_order_seq_cst) noexcept {
     if (role == race_role::closer && d == 0) { // close(): the last ticket, not yet taken
       race().closer_inside.store(true);
@@ -699,10 +698,6 @@ struct close_race_atomic : std::atomic<V> {
     }
     return std::atomic<V>::compare_exchange_weak(expected, desired, success, failure);
   }
-  bool park(std::uint64_t expected, const async::detail::wait_clock::time_point* deadline) {
-    return async::detail::park(static_cast<std::atomic<std::uint64_t>*>(this), expected, deadline);
-  }
-  void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
 };
 
 struct close_race_traits : async::bounded_traits {
