@@ -795,8 +795,8 @@ TEST_CASE("queue: copy-only elements (moves deleted) go through every call", "[q
 
 namespace {
 
-// Four nodes of four slots: the storage is full after 13 elements (one node is kept for the
-// segment after the last).
+// Four nodes of four slots: enqueue refuses once every node is in use, that is after 13
+// elements (ticket 12 links the fourth segment).
 struct four_node_traits : async::traits {
   static constexpr std::size_t SEGMENT_SIZE = 4;
   static constexpr std::size_t NODE_LEVEL1 = 1;
