@@ -534,12 +534,20 @@ private:
     // release: the consumer's acquire sees that nothing is there. On failure the consumer has
     // already skipped the slot and the producer is the last to leave, or the slot is void
     // already (a bulk call voiding what is left after a throw): nothing to do.
-    if (!s.state.compare_exchange_strong(expected, slot_void, std::memory_order_release,
-                                         std::memory_order_acquire) &&
-        expected == slot_skipped) {
+    if (s.state.compare_exchange_strong(expected, slot_void, std::memory_order_release,
+                                        std::memory_order_acquire)) {
+      voided();
+    } else if (expected == slot_skipped) {
       segments_.finish(i);
     }
   }
+
+  // A slot of this producer's ticket was voided: wake a parked consumer as a publication
+  // does, so that the slot is passed and its node recycled. Until a consumer passes it, the
+  // void slot holds its segment, and void slots alone can fill a small node storage (every
+  // enqueue then refused while the only consumer slept). The ticket's fetch_add (UE1) orders
+  // the waiter check after a consumer's registration that did not see the ticket.
+  void voided() noexcept { waiting_.notify(); }
 
   // Voids the slots of the round's tickets that are not settled yet.
   void void_rest(walk& round) noexcept {
@@ -684,6 +692,7 @@ private:
     } catch (...) {
       // release: the consumer waiting on the claim sees that nothing is there.
       s.state.store(slot_void, std::memory_order_release);
+      voided();
       carry.reset();
       if (noexcept_check) {
         return carried::lost;

@@ -1140,3 +1140,47 @@ TEST_CASE("queue: a bulk_enqueue that has begun waits for room instead of throwi
   }
   CHECK_FALSE(q.dequeue(out));
 }
+
+// A constructor that throws voids its slot, and a void slot holds its segment until a consumer
+// passes it. Void slots alone could fill a small node storage while the only consumer was
+// parked: nothing woke it for them, so every enqueue was refused (length_error) until close()
+// (found by an attacking helper). Voiding wakes a parked consumer as a publication does.
+TEST_CASE("queue: a parked consumer is woken to pass the slots of throwing constructors",
+          "[queue]") {
+  throws_on::alive() = 0;
+  queue<throws_on, two_node_traits> q;
+  std::atomic<int> got{0};
+  std::atomic<int> last{-1};
+  std::thread consumer([&] {
+    throws_on out(0);
+    while (q.blocking_dequeue(out)) {
+      last = out.value;
+      got.fetch_add(1);
+    }
+  });
+  std::this_thread::sleep_for(100ms); // the consumer parks on the empty queue
+  for (int k = 0; k < 8; ++k) {
+    try {
+      q.enqueue(-1); // throws, its slot void (or refused once the storage is full)
+    } catch (const std::exception&) {
+    }
+  }
+  bool in = false;
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (!in && std::chrono::steady_clock::now() < end) {
+    try {
+      in = q.enqueue(1);
+    } catch (const std::length_error&) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  CHECK(in);
+  CHECK(async_test::eventually_equal([&] { return got.load(); }, in ? 1 : 0, 2000ms));
+  q.close();
+  consumer.join();
+  CHECK(got.load() == (in ? 1 : 0));
+  if (in) {
+    CHECK(last.load() == 1);
+  }
+  CHECK(throws_on::alive() == 0);
+}
