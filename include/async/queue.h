@@ -468,23 +468,14 @@ private:
   // the caller already holds its element and must wait for a node instead: `check` false).
   bool take_tickets(std::uint64_t n, word& hint, std::uint64_t& first, bool check = true) {
     hint = segments_.hint(list::producers);
-    if (check && ASYNC_UNLIKELY(segments_.exhausted())) {
-      refuse_unless_passed(n);
+    if (check && ASYNC_UNLIKELY(segments_.exhausted()) && !passed_by_consumers(n)) {
+      segments_.check_room();
     }
     // (UE1) seq_cst: the tickets; seq_cst also orders them before the waiter check of
     // waiting_.notify() (EC2).
     first = tail_.value.fetch_add(n, std::memory_order_seq_cst);
     ASYNC_PERTURB(); // tickets taken, their slots not yet found
     return (first & closed_bit) == 0;
-  }
-
-  // The storage looked full: throws std::length_error unless the next n tickets need no node
-  // (passed_by_consumers). Kept out of line, so that the ticket path stays small enough for
-  // the compiler to inline it (and the publication's waiter check) into every enqueue.
-  ASYNC_NOINLINE void refuse_unless_passed(std::uint64_t n) const {
-    if (!passed_by_consumers(n)) {
-      segments_.check_room();
-    }
   }
 
   // Whether consumers hold tickets past the tail, in segments that reach as far as the next n
@@ -556,9 +547,7 @@ private:
   // void slot holds its segment, and void slots alone can fill a small node storage (every
   // enqueue then refused while the only consumer slept). The ticket's fetch_add (UE1) orders
   // the waiter check after a consumer's registration that did not see the ticket.
-  // Out of line: rare, and an inlined copy at every voiding site would make the compiler stop
-  // inlining the waiter check where elements are published.
-  ASYNC_NOINLINE void voided() noexcept { waiting_.notify(); }
+  void voided() noexcept { waiting_.notify(); }
 
   // Voids the slots of the round's tickets that are not settled yet.
   void void_rest(walk& round) noexcept {

@@ -106,17 +106,14 @@
 #define ASYNC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ASYNC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ASYNC_ALWAYS_INLINE inline __attribute__((always_inline))
-#define ASYNC_NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
 #define ASYNC_ALWAYS_INLINE __forceinline
-#define ASYNC_NOINLINE __declspec(noinline)
 #else
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
 #define ASYNC_ALWAYS_INLINE inline
-#define ASYNC_NOINLINE
 #endif
 
 #endif // ASYNC_DETAIL_CONFIG_H
