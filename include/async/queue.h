@@ -468,8 +468,8 @@ private:
   // the caller already holds its element and must wait for a node instead: `check` false).
   bool take_tickets(std::uint64_t n, word& hint, std::uint64_t& first, bool check = true) {
     hint = segments_.hint(list::producers);
-    if (check && ASYNC_UNLIKELY(segments_.exhausted()) && !passed_by_consumers(n)) {
-      segments_.check_room();
+    if (check && ASYNC_UNLIKELY(segments_.exhausted())) {
+      refuse_unless_passed(n);
     }
     // (UE1) seq_cst: the tickets; seq_cst also orders them before the waiter check of
     // waiting_.notify() (EC2).
@@ -478,11 +478,22 @@ private:
     return (first & closed_bit) == 0;
   }
 
+  // The storage looked full: throws std::length_error unless the next n tickets need no node
+  // (passed_by_consumers). Kept out of line, so that the ticket path stays small enough for
+  // the compiler to inline it (and the publication's waiter check) into every enqueue.
+  ASYNC_NOINLINE void refuse_unless_passed(std::uint64_t n) const {
+    if (!passed_by_consumers(n)) {
+      segments_.check_room();
+    }
+  }
+
   // Whether consumers hold tickets past the tail, in segments that reach as far as the next n
   // producer tickets. Consumers that raced each other past the tail skipped those slots, and
   // only producers can finish them: their segments are linked (or being linked by those
   // consumers), so the tickets need no node of their own and must not be refused when the
-  // storage is full (it would stay full).
+  // storage is full (it would stay full). The relaxed loads make it a guess, and a guess is
+  // enough: it only chooses between throwing and going on to take tickets, and a producer that
+  // goes on and finds no node waits for one (a stale head only makes it wait, never lose).
   bool passed_by_consumers(std::uint64_t n) const noexcept {
     const std::uint64_t t = tail_.value.load(std::memory_order_relaxed) & ~closed_bit;
     const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
@@ -547,7 +558,9 @@ private:
   // void slot holds its segment, and void slots alone can fill a small node storage (every
   // enqueue then refused while the only consumer slept). The ticket's fetch_add (UE1) orders
   // the waiter check after a consumer's registration that did not see the ticket.
-  void voided() noexcept { waiting_.notify(); }
+  // Out of line: rare, and an inlined copy at every voiding site would make the compiler stop
+  // inlining the waiter check where elements are published.
+  ASYNC_NOINLINE void voided() noexcept { waiting_.notify(); }
 
   // Voids the slots of the round's tickets that are not settled yet.
   void void_rest(walk& round) noexcept {

@@ -20,7 +20,7 @@
 //   ASYNC_CPLUSPLUS        14, 17 or 20 (the language version the header is compiled as)
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
-//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE
+//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE, ASYNC_NOINLINE, ASYNC_HOT_INLINE
 //   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
 //   ASYNC_FAULT_THREAD_START()  a fault-injection point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
@@ -106,14 +106,26 @@
 #define ASYNC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ASYNC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ASYNC_ALWAYS_INLINE inline __attribute__((always_inline))
+#define ASYNC_NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
 #define ASYNC_ALWAYS_INLINE __forceinline
+#define ASYNC_NOINLINE __declspec(noinline)
 #else
 #define ASYNC_LIKELY(x) (x)
 #define ASYNC_UNLIKELY(x) (x)
 #define ASYNC_ALWAYS_INLINE inline
+#define ASYNC_NOINLINE
+#endif
+
+// Forces inlining in optimized builds only. An unoptimized build (coverage, -O0 debugging)
+// keeps one out-of-line copy, so that gcov counts a function's branches once and not once per
+// call site.
+#if defined(__OPTIMIZE__) || (defined(_MSC_VER) && !defined(_DEBUG))
+#define ASYNC_HOT_INLINE ASYNC_ALWAYS_INLINE
+#else
+#define ASYNC_HOT_INLINE inline
 #endif
 
 #endif // ASYNC_DETAIL_CONFIG_H

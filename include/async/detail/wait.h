@@ -300,8 +300,11 @@ public:
     return park(&epoch_.value, epoch, deadline);
   }
 
-  /// Wakes every registered waiter, if there is one. Call after a seq_cst publication.
-  void notify() noexcept {
+  /// Wakes every registered waiter, if there is one. Call after a seq_cst publication. Always
+  /// inlined: it is a load and a branch on every publication, and a large caller (a producer
+  /// loop with the queue's rare paths inlined) can otherwise exhaust the compiler's budget and
+  /// turn it into a call (forced in optimized builds only: ASYNC_HOT_INLINE).
+  ASYNC_HOT_INLINE void notify() noexcept {
     // (EC2) seq_cst: after the waker's publication; pairs with (EC1).
     if (ASYNC_UNLIKELY(waiters_.value.load(std::memory_order_seq_cst) != 0)) {
       wake_all();
