@@ -12,6 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -60,10 +63,23 @@ const char* name_of(style s) {
   return "?";
 }
 
+// 4-slot segments in a storage of 32 nodes: producers run it full all the time. Room for what
+// consumers that race each other can take past the tail (at most 4 consumers of 16 tickets),
+// and for the segments that they and the producers hold.
+struct full_storage_traits : async::traits {
+  static constexpr std::size_t SEGMENT_SIZE = 4;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 32;
+};
+
 // `backlog`: producers wait while the queue holds more than this (0: never). Keeps queues with
-// a small node storage from running out when producers outrun consumers.
+// a small node storage from running out when producers outrun consumers. `retry_full`: a call
+// refused with std::length_error (the storage is full; nothing of the call went in) is made
+// again until it goes in, and the refusals are counted in `full`.
 template <typename Queue>
-void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
+void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog,
+         bool retry_full = false, std::atomic<std::size_t>* full = nullptr) {
   // Padded rather than over-aligned: C++14's std::vector ignores over-alignment.
   struct producer_state {
     std::vector<std::uint64_t> batch;
@@ -78,6 +94,30 @@ void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
   std::vector<consumer_state> consumers(shape.consumers);
   std::atomic<std::size_t> refused{0};
 
+  // A producer refused for 30 s in a row gives up (its elements count as refused): the queue is
+  // wedged, and the test fails instead of hanging.
+  std::atomic<bool> wedged{false};
+  auto put = [&](auto call) -> decltype(call()) {
+    std::chrono::steady_clock::time_point since{};
+    for (;;) {
+      try {
+        return call();
+      } catch (const std::length_error&) {
+        if (!retry_full) {
+          throw;
+        }
+        full->fetch_add(1, std::memory_order_relaxed);
+        const auto now = std::chrono::steady_clock::now();
+        if (since == std::chrono::steady_clock::time_point{}) {
+          since = now;
+        } else if (now - since > std::chrono::seconds(30)) {
+          wedged.store(true);
+          return {};
+        }
+        std::this_thread::yield();
+      }
+    }
+  };
   auto produce = [&](std::size_t p, std::uint64_t item) {
     if (backlog != 0) {
       while (q.size_approx() > backlog) {
@@ -91,7 +131,7 @@ void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
       b.push_back(item);
       // Batch sizes 1..16, varying, so bulk rounds start anywhere in a segment.
       if (b.size() >= 1 + (item % 16) || last) {
-        if (q.bulk_enqueue(b.begin(), b.size()) != b.size()) {
+        if (put([&] { return q.bulk_enqueue(b.begin(), b.size()); }) != b.size()) {
           refused.fetch_add(1);
         }
         b.clear();
@@ -99,12 +139,12 @@ void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
       return;
     }
     if (!b.empty()) { // keep order: what is batched goes first
-      if (q.bulk_enqueue(b.begin(), b.size()) != b.size()) {
+      if (put([&] { return q.bulk_enqueue(b.begin(), b.size()); }) != b.size()) {
         refused.fetch_add(1);
       }
       b.clear();
     }
-    if (!q.enqueue(item)) {
+    if (!put([&] { return q.enqueue(item); })) {
       refused.fetch_add(1);
     }
   };
@@ -136,7 +176,8 @@ void run(Queue& q, const stress_shape& shape, style how, std::size_t backlog) {
     return q.dequeue(out) ? got::item : got::empty;
   };
   const auto report = async_test::run_stress(shape, produce, consume, [&] { q.close(); });
-  INFO(name_of(how));
+  INFO(name_of(how) << " " << shape.producers << "p" << shape.consumers << "c");
+  CHECK_FALSE(wedged.load()); // a producer was refused for want of room for 30 s in a row
   async_test::check_report(shape, report);
   CHECK(refused.load() == 0);
   std::uint64_t left = 0;
@@ -191,6 +232,46 @@ TEST_CASE("queue stress: tickets side by side (SPREAD_TICKETS = false), default 
       run(q, shape, how, 20000);
     }
   }
+}
+
+// Producers fill a 32-node storage and are refused with std::length_error over and over; they
+// call again until their elements go in, while consumers race each other past the tail (their
+// tickets there can only be finished by producers, which must then not be refused: once such a
+// race wedged the queue for good). Nothing is lost, duplicated or reordered, and the storage is
+// really full at times (refusals counted).
+TEST_CASE("queue stress: a node storage that runs full, producers refused and calling again",
+          "[queue][stress]") {
+  const stress_shape full_shapes[] = {{1, 1, 0}, {4, 4, 0}, {1, 4, 0}, {4, 1, 0}, {8, 2, 0}};
+  std::size_t refusals = 0;
+  // A thread stuck for good (a producer waiting for a node that no consumer will free) ends the
+  // binary with a message rather than at ctest's timeout.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    if (!async_test::eventually_equal([&] { return done.load(); }, true,
+                                      std::chrono::milliseconds(300000))) {
+      std::fprintf(stderr, "FAILED: a run with a full node storage did not finish in 300 s\n");
+      std::abort();
+    }
+  });
+  struct stop_watchdog { // also when an assertion throws
+    std::atomic<bool>& done;
+    std::thread& watchdog;
+    ~stop_watchdog() {
+      done.store(true);
+      watchdog.join();
+    }
+  } stop{done, watchdog};
+  for (style how : {style::single, style::bulk, style::mixed, style::blocking}) {
+    for (stress_shape shape : full_shapes) {
+      shape.per_producer = async_test::scaled(100000 / shape.producers, 1000);
+      std::atomic<std::size_t> full{0};
+      queue<std::uint64_t, full_storage_traits> q;
+      run(q, shape, how, 0, true, &full);
+      refusals += full.load();
+    }
+  }
+  WARN(refusals << " calls refused for want of room, and made again");
+  CHECK(refusals > 0);
 }
 
 TEST_CASE("queue stress: memory stays bounded under a steady load", "[queue][stress]") {
