@@ -177,7 +177,16 @@ public:
         detail::promised_call<R, typename std::decay<F>::type, typename std::decay<Args>::type...>;
     call c(std::forward<F>(f), std::forward<Args>(args)...);
     std::future<R> future = c.get_future();
-    submit(detail::task(std::move(c)));
+    detail::task t(std::move(c));
+    try {
+      submit(std::move(t));
+    } catch (...) {
+      // Out of memory: the future goes first, so that the promise dies with the only reference
+      // to its state. Breaking a promise whose future is alive allocates (the future_error), in
+      // a destructor, where a failed allocation ends the program.
+      future = std::future<R>();
+      throw;
+    }
     return future;
   }
 

@@ -34,8 +34,17 @@ namespace {
 // The calling thread's allocations that succeed before one fails (-1: none fails).
 thread_local int allocations_before_failure = -1;
 thread_local bool fail_next_allocation = false;
+// The calling thread's allocations that succeed before every later one fails, memory gone for
+// good (-1: never).
+thread_local int allocations_before_running_out = -1;
 
 void* allocate(std::size_t n) {
+  if (allocations_before_running_out == 0) {
+    throw std::bad_alloc();
+  }
+  if (allocations_before_running_out > 0) {
+    --allocations_before_running_out;
+  }
   if (fail_next_allocation || allocations_before_failure == 0) {
     fail_next_allocation = false;
     allocations_before_failure = -1;
@@ -138,6 +147,43 @@ TEST_CASE("a post that runs out of memory leaves nothing pending", "[threadpool]
     CHECK(pool.wait_idle_for(10s));
   }
   CHECK(ran.load() == accepted);
+}
+
+TEST_CASE("a post whose memory runs out for good throws bad_alloc and ends nothing",
+          "[threadpool][faults]") {
+  // When the queue could not grow, post's task (its promise) was destroyed while the future was
+  // still held: the broken promise allocated its future_error inside the promise's destructor,
+  // and with no memory left that ended the program (std::terminate).
+  std::atomic<int> ran{0};
+  int refused = 0;
+  std::vector<std::future<int>> accepted;
+  accepted.reserve(1000);
+  {
+    threadpool pool(0); // paused: the queue grows now and then, and that needs memory
+    for (int i = 0; i < 200; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        allocations_before_running_out = k;
+        try {
+          std::future<int> f = pool.post([&ran, i] {
+            ran.fetch_add(1);
+            return i;
+          });
+          allocations_before_running_out = -1;
+          accepted.push_back(std::move(f));
+        } catch (const std::bad_alloc&) {
+          allocations_before_running_out = -1;
+          ++refused;
+        }
+      }
+    }
+    CHECK(refused > 0);
+    pool.configurepool(1);
+    for (auto& f : accepted) {
+      CHECK(f.get() >= 0);
+    }
+    CHECK(pool.wait_idle_for(10s));
+  }
+  CHECK(ran.load() == static_cast<int>(accepted.size()));
 }
 
 TEST_CASE("cancel_pending that runs out of memory cancels nothing and breaks nothing",

@@ -674,6 +674,31 @@ TEST_CASE("wait_idle_for times out, waits, and takes duration::max()", "[threadp
   CHECK(threw.load());
 }
 
+TEST_CASE("wait_idle_for takes long timeouts in units that both multiply and divide",
+          "[threadpool]") {
+  // Converting such a unit to nanoseconds multiplied first: 10^11 NTSC frames (106 years, far
+  // inside steady_clock's range) overflowed into the past and the wait gave up at once.
+  using frames = std::chrono::duration<long long, std::ratio<1001, 30000>>;
+  using thirds = std::chrono::duration<long long, std::ratio<1, 3>>;
+  const auto century = std::chrono::hours(24 * 365 * 100);
+  CHECK(async::detail::deadline_after(frames(100000000000LL)) - std::chrono::steady_clock::now() >
+        century);
+  CHECK(async::detail::deadline_after(thirds(20000000000LL)) - std::chrono::steady_clock::now() >
+        century);
+  threadpool pool(1);
+  for (int k = 0; k < 2; ++k) {
+    std::atomic<bool> done{false};
+    pool.execute([&done] {
+      std::this_thread::sleep_for(30ms);
+      done = true;
+    });
+    const bool idle = k == 0 ? pool.wait_idle_for(frames(100000000000LL))
+                             : pool.wait_idle_for(thirds(20000000000LL));
+    CHECK(idle);
+    CHECK(done.load()); // it waited for the task
+  }
+}
+
 namespace {
 
 // From inside a task of `pool`: posts a child that does the same `levels - 1` times, and waits

@@ -26,7 +26,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <ratio>
 #include <thread>
+#include <type_traits>
 
 #if ASYNC_HAS_FUTEX
 #include <climits>
@@ -47,6 +49,20 @@ using wait_clock = std::chrono::steady_clock;
 /// The deadline that park() reads as "no deadline at all".
 constexpr wait_clock::time_point no_deadline() noexcept { return wait_clock::time_point::max(); }
 
+// d on the waiting clock, for a d that fits there: duration_cast where the conversion only
+// multiplies or only divides (no step then exceeds the result), long double where it does both.
+template <typename Rep, typename Period>
+wait_clock::duration to_wait_duration(const std::chrono::duration<Rep, Period>& d, std::true_type) {
+  return std::chrono::duration_cast<wait_clock::duration>(d);
+}
+
+template <typename Rep, typename Period>
+wait_clock::duration to_wait_duration(const std::chrono::duration<Rep, Period>& d,
+                                      std::false_type) {
+  using precise = std::chrono::duration<long double, wait_clock::period>;
+  return std::chrono::duration_cast<wait_clock::duration>(std::chrono::duration_cast<precise>(d));
+}
+
 /// now + timeout on the waiting clock (timed calls take any std::chrono duration, integral or
 /// floating). A timeout too large to add to now (duration::max() of any unit, hours::max(), a
 /// huge floating count) saturates to no_deadline(): the call waits as long as it must, it does
@@ -64,7 +80,11 @@ wait_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& 
   if (std::chrono::duration_cast<seconds_f>(timeout) >= room - seconds_f(1e-3L)) {
     return no_deadline();
   }
-  return now + std::chrono::duration_cast<wait_clock::duration>(timeout);
+  // Where the conversion both multiplies and divides (a unit such as 1001/30000 s), duration_cast
+  // multiplies first and can overflow for a timeout that fits: that one goes through long double.
+  using factor = std::ratio_divide<Period, wait_clock::period>;
+  using exact = std::integral_constant<bool, factor::num == 1 || factor::den == 1>;
+  return now + to_wait_duration(timeout, exact{});
 }
 
 /// The deadline on the waiting clock for the time point `until` of any clock. Computed in
