@@ -245,22 +245,8 @@ TEST_CASE("queue stress: a node storage that runs full, producers refused and ca
   std::size_t refusals = 0;
   // A thread stuck for good (a producer waiting for a node that no consumer will free) ends the
   // binary with a message rather than at ctest's timeout.
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    if (!async_test::eventually_equal([&] { return done.load(); }, true,
-                                      std::chrono::milliseconds(300000))) {
-      std::fprintf(stderr, "FAILED: a run with a full node storage did not finish in 300 s\n");
-      std::abort();
-    }
-  });
-  struct stop_watchdog { // also when an assertion throws
-    std::atomic<bool>& done;
-    std::thread& watchdog;
-    ~stop_watchdog() {
-      done.store(true);
-      watchdog.join();
-    }
-  } stop{done, watchdog};
+  async_test::scoped_watchdog watchdog(std::chrono::milliseconds(300000),
+                                       "a run with a full node storage");
   for (style how : {style::single, style::bulk, style::mixed, style::blocking}) {
     for (stress_shape shape : full_shapes) {
       shape.per_producer = async_test::scaled(100000 / shape.producers, 1000);

@@ -103,13 +103,6 @@ struct storm {
   }
 };
 
-void watchdog_or_abort(std::atomic<bool>& done, const char* what) {
-  if (!async_test::eventually_equal([&] { return done.load(); }, true, 60000ms)) {
-    std::fprintf(stderr, "FAILED: %s did not finish in 60 s\n", what);
-    std::abort(); // the pool's threads may be stuck for good: nothing can be unwound
-  }
-}
-
 void torture_round(std::size_t round, bool destroy_mid_storm) {
   const std::size_t roots = async_test::scaled(1600, 40);
   ledger book(roots * 40);
@@ -154,8 +147,9 @@ void torture_round(std::size_t round, bool destroy_mid_storm) {
     }
     finished = true;
   });
-  watchdog_or_abort(finished, destroy_mid_storm ? "a round ending in destruction mid-storm"
-                                                : "a round ending in wait_idle");
+  async_test::watchdog_or_abort(finished, 60000ms,
+                                destroy_mid_storm ? "a round ending in destruction mid-storm"
+                                                  : "a round ending in wait_idle");
   runner.join();
   CHECK(idle_at_end);
 
@@ -266,7 +260,7 @@ void nesting_round(std::size_t round) {
     resizer.join();
     finished = true;
   });
-  watchdog_or_abort(finished, "a round of nested waits without timeouts");
+  async_test::watchdog_or_abort(finished, 60000ms, "a round of nested waits without timeouts");
   runner.join();
   INFO("round " << round << ": " << w << " workers at least, " << posted.load() << " tasks");
   CHECK(ran.load() == posted.load());
@@ -340,7 +334,8 @@ TEST_CASE("threadpool torture: a task's child starts while the pool shrinks and 
     stop = true;
     finished = true;
   });
-  watchdog_or_abort(finished, "a task waiting on its children while the pool resizes");
+  async_test::watchdog_or_abort(finished, 60000ms,
+                                "a task waiting on its children while the pool resizes");
   resizer.join();
   mill.get();
   INFO(children.load() << " children, " << late.load() << " started after 8 ms");

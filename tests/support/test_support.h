@@ -145,6 +145,36 @@ bool eventually_equal(F f, const T& want,
   return true;
 }
 
+/// Ends the binary with a message when `done` has not become true within `limit`: for a test
+/// whose threads may be stuck for good (nothing can be unwound then), so that a hang fails at
+/// once and says which test it was, instead of waiting for ctest's timeout.
+inline void watchdog_or_abort(const std::atomic<bool>& done, std::chrono::milliseconds limit,
+                              const char* what) {
+  if (!eventually_equal([&] { return done.load(); }, true, limit)) {
+    std::fprintf(stderr, "FAILED: %s did not finish in %lld s\n", what,
+                 static_cast<long long>(limit.count() / 1000));
+    std::abort();
+  }
+}
+
+/// watchdog_or_abort on a thread of its own, for the scope of a test: the scope's end (by
+/// return or by a failed assertion's exception) dismisses it.
+class scoped_watchdog {
+public:
+  scoped_watchdog(std::chrono::milliseconds limit, const char* what)
+      : thread_([this, limit, what] { watchdog_or_abort(done_, limit, what); }) {}
+  scoped_watchdog(const scoped_watchdog&) = delete;
+  scoped_watchdog& operator=(const scoped_watchdog&) = delete;
+  ~scoped_watchdog() {
+    done_.store(true);
+    thread_.join();
+  }
+
+private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 /// CPU seconds consumed by the whole process so far.
 inline double process_cpu_seconds() {
   timespec ts{};

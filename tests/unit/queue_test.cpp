@@ -460,13 +460,17 @@ struct throwing_out : async_test::output_iterator_types {
   throwing_out& operator++() { return *this; }
 };
 
-// Two nodes of four slots: the storage runs out after eight elements.
-struct two_node_traits : async::traits {
+// A node storage of `Nodes` nodes of four slots, to run it full with a handful of elements.
+template <std::size_t Nodes>
+struct small_storage_traits : async::traits {
   static constexpr std::size_t SEGMENT_SIZE = 4;
   static constexpr std::size_t NODE_LEVEL1 = 1;
   static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
+  static constexpr std::size_t NODE_LEVEL3 = Nodes;
 };
+
+// Two nodes: the storage runs out after eight elements.
+using two_node_traits = small_storage_traits<2>;
 
 } // namespace
 
@@ -797,12 +801,7 @@ namespace {
 
 // Four nodes of four slots: enqueue refuses once every node is in use, that is after 13
 // elements (ticket 12 links the fourth segment).
-struct four_node_traits : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 4;
-};
+using four_node_traits = small_storage_traits<4>;
 
 } // namespace
 
