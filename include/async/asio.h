@@ -24,7 +24,8 @@
 // (net = boost::asio or asio.) Handlers run as the pool's execute() tasks: an exception that
 // escapes one goes to the pool's exception handler (threadpool::set_exception_handler;
 // std::terminate by default) and the pool goes on. Resizing the pool, pausing it at size 0
-// included, is fine while handlers run or wait.
+// included, is fine while handlers run or wait. threadpool::cancel_pending() leaves the
+// context's functions queued (Asio expects each to run: a strand would stay locked for good).
 #ifndef ASYNC_ASIO_H
 #define ASYNC_ASIO_H
 
@@ -162,9 +163,12 @@ private:
   };
 
   // A submitted function with its count. The finisher is declared first, so destroyed last:
-  // the function's state is gone before the count drops.
+  // the function's state is gone before the count drops. threadpool::cancel_pending() leaves
+  // it queued: Asio expects every function it submits to run (a strand marks itself busy when
+  // it submits its invoker, and only the invoker's run clears the mark).
   template <typename F>
   struct counted_function {
+    using async_keep_on_cancel = std::true_type;
     finisher count;
     F f;
     void operator()() { f(); }

@@ -312,8 +312,10 @@ public:
   /// the future of each discarded post() reports std::future_error (broken_promise), each
   /// discarded execute() task is destroyed. Running tasks are never touched, and neither is the
   /// one task that each running task may have waiting in its worker's "next" slot (its first
-  /// post, which runs right after it on the same thread). Throws std::bad_alloc, having
-  /// cancelled nothing, when memory runs out. Thread-safe.
+  /// post, which runs right after it on the same thread), nor the functions that an
+  /// asio_context (async/asio.h) queued: Asio expects each of them to run (a strand would stay
+  /// locked for good). Throws std::bad_alloc, having cancelled nothing, when memory runs out.
+  /// Thread-safe.
   std::size_t cancel_pending() {
     std::vector<detail::task> dropped;
     {
@@ -342,13 +344,26 @@ public:
         total += queues.back()->size();
       }
       dropped.reserve(total);
-      queued_.fetch_sub(injection_.size(), std::memory_order_relaxed);
+      const std::size_t injected = injection_.size();
       for (auto* queue : queues) {
+        // The tasks to keep (keep_on_cancel) close up at the front, in their order.
+        std::size_t kept = 0;
         for (std::size_t i = 0; i < queue->size(); ++i) {
-          dropped.push_back(std::move((*queue)[i])); // cannot throw: room was made
+          detail::task& t = (*queue)[i];
+          if (ASYNC_LIKELY(t.cancellable())) {
+            dropped.push_back(std::move(t)); // cannot throw: room was made
+          } else {
+            if (kept != i) {
+              (*queue)[kept] = std::move(t);
+            }
+            ++kept;
+          }
         }
-        queue->clear();
+        while (queue->size() > kept) {
+          queue->pop_back(); // moved from: nothing is left in it
+        }
       }
+      queued_.fetch_sub(injected - injection_.size(), std::memory_order_relaxed);
       for (std::size_t i = 0; i < locals.size(); ++i) {
         locals[i]->recount(locks[i]);
       }
@@ -376,6 +391,7 @@ public:
 private:
   template <typename F>
   struct guarded_call {
+    using async_keep_on_cancel = detail::keep_on_cancel<F>; // as f says (asio.h's functions)
     F f;
     threadpool* pool;
     void operator()() {

@@ -12,6 +12,7 @@ namespace net = ::boost::asio;
 #endif
 
 #include "async_catch.h"
+#include "test_support.h"
 
 #include <atomic>
 #include <chrono>
@@ -359,6 +360,51 @@ TEST_CASE("destroying the context waits for its handlers, strands' included", "[
         done.get_future().get();
       }(),
       std::logic_error);
+}
+
+// cancel_pending() discards the pool's own queued tasks but leaves the context's functions
+// queued: a strand marks itself busy when it submits its invoker, and only the invoker's run
+// clears the mark, so a strand whose invoker was discarded would never run a handler again.
+TEST_CASE("cancel_pending leaves the context's functions queued; strands keep running", "[asio]") {
+  // Had the strand stayed locked, its handler that tracks work would make join() and the
+  // context's destructor wait forever: this ends the binary with a message instead.
+  async_test::scoped_watchdog watchdog(std::chrono::milliseconds(60000),
+                                       "the cancel_pending test of asio_context");
+  threadpool pool(0); // paused: everything below stays queued until the resize
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  auto strand = net::make_strand(ex);
+  std::vector<int> order; // strand only, then read after join()
+  std::atomic<int> plain{0};
+  std::atomic<int> pool_tasks{0};
+  pool.execute([&] { pool_tasks.fetch_add(1); });
+  net::post(strand, [&] { order.push_back(0); });
+  net::post(ex, [&] { plain.fetch_add(1); });
+  std::future<int> answer = net::post(ex, net::use_future([] { return 42; }));
+  pool.execute([&] { pool_tasks.fetch_add(1); });
+  CHECK(pool.cancel_pending() == 2); // the two execute() tasks, nothing of the context's
+  for (int i = 1; i <= 10; ++i) {
+    net::post(strand, [&order, i] { order.push_back(i); });
+  }
+  // A strand handler that tracks work (see the watchdog above).
+  net::post(strand, [&order, guard = net::make_work_guard(ex)] { order.push_back(11); });
+  pool.configurepool(2);
+  // Again while the strand runs: whatever is queued of the context's at that moment stays.
+  for (int i = 12; i <= 200; ++i) {
+    net::post(strand, [&order, i] { order.push_back(i); });
+    if (i % 50 == 0) {
+      pool.cancel_pending();
+    }
+  }
+  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
+  CHECK(answer.get() == 42);
+  context.join();
+  CHECK(pool_tasks.load() == 0);
+  CHECK(plain.load() == 1);
+  REQUIRE(order.size() == 201u);
+  for (int i = 0; i <= 200; ++i) {
+    CHECK(order[static_cast<std::size_t>(i)] == i);
+  }
 }
 
 #if defined(ASYNC_TEST_CO_SPAWN)

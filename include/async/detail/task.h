@@ -168,6 +168,19 @@ template <typename T, typename... Rest>
 struct all_quiet<T, Rest...>
     : std::integral_constant<bool, moved_from_is_quiet<T>::value && all_quiet<Rest...>::value> {};
 
+// ---- kept by cancel_pending ---------------------------------------------------------------------
+
+/// Whether threadpool::cancel_pending() must leave a queued callable of type T where it is
+/// instead of discarding it. A type says so with a member type `async_keep_on_cancel`
+/// (std::true_type): async/asio.h's functions do, because Asio expects every function it hands
+/// an executor to run (a strand whose function was destroyed unrun would stay locked, and its
+/// later handlers would never run).
+template <typename T, typename = void>
+struct keep_on_cancel : std::false_type {};
+template <typename T>
+struct keep_on_cancel<T, void_t<typename T::async_keep_on_cancel>>
+    : std::integral_constant<bool, T::async_keep_on_cancel::value> {};
+
 // ---- task ---------------------------------------------------------------------------------------
 
 /// A move-only `void()` callable. Callables of at most inline_size bytes, of fundamental
@@ -216,6 +229,9 @@ public:
   /// Runs the callable (which must be present). Exceptions propagate.
   void operator()() { ops_->call(&storage_); }
 
+  /// Whether cancel_pending() may discard the task (see keep_on_cancel).
+  bool cancellable() const noexcept { return ops_ == nullptr || ops_->cancellable; }
+
   void reset() noexcept {
     if (ops_ != nullptr) {
       ops_->destroy(&storage_);
@@ -230,6 +246,7 @@ private:
     void (*call)(storage_t*);
     void (*move)(storage_t* to, storage_t* from) noexcept;
     void (*destroy)(storage_t*) noexcept;
+    bool cancellable;
   };
 
   template <typename D>
@@ -255,7 +272,7 @@ private:
       inline_object<D>(from)->~D();
     }
     static void destroy(storage_t* s) noexcept { inline_object<D>(s)->~D(); }
-    static constexpr operations table{&call, &move, &destroy};
+    static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
   };
 
   template <typename D>
@@ -265,7 +282,7 @@ private:
       ::new (static_cast<void*>(to)) D*(heap_object<D>(from));
     }
     static void destroy(storage_t* s) noexcept { delete heap_object<D>(s); }
-    static constexpr operations table{&call, &move, &destroy};
+    static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
   };
 
   template <typename D, typename F>
