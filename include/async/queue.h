@@ -124,7 +124,9 @@ struct traits {
 ///     consumer and no other element. blocking_dequeue and dequeue_for park on an empty queue.
 ///     Consumers that race each other may take tickets past the tail (skipped, for producers
 ///     to pass); where the node storage has no room left for their segments, such a consumer
-///     waits inside its call until producers come for those tickets.
+///     waits inside its call until producers come for those tickets. Known defect: after
+///     close() none come, and that call never returns (reachable with a node storage of a few
+///     nodes and consumers polling an empty queue, not with the default storage).
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to
