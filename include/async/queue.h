@@ -124,9 +124,9 @@ struct traits {
 ///     consumer and no other element. blocking_dequeue and dequeue_for park on an empty queue.
 ///     Consumers that race each other may take tickets past the tail (skipped, for producers
 ///     to pass); where the node storage has no room left for their segments, such a consumer
-///     waits inside its call until producers come for those tickets. Known defect: after
-///     close() none come, and that call never returns (reachable with a node storage of a few
-///     nodes and consumers polling an empty queue, not with the default storage).
+///     waits inside its call until producers come for those tickets, or until close(): a
+///     ticket past the closed end is given up (reachable with a node storage of a few nodes
+///     and consumers polling an empty queue, not with the default storage).
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to
@@ -188,6 +188,10 @@ class queue {
                 "async::queue: the traits member Basebits (the original library's leaf width) is "
                 "not used here; a node holds SEGMENT_SIZE elements and a leaf block NODE_LEVEL3 "
                 "nodes: set those instead, see MIGRATION.md.");
+  static_assert(static_cast<double>(level1) * level2 * level3 >= 2,
+                "async::queue: NODE_LEVEL1 x NODE_LEVEL2 x NODE_LEVEL3 must be at least 2 (a "
+                "segment's node is recycled only once the next segment is linked: a storage of "
+                "one node would refuse every enqueue).");
   static_assert(static_cast<double>(level1) * level2 * level3 <
                     static_cast<double>((std::uint64_t(1) << index_bits) - 1),
                 "async::queue: NODE_LEVEL1 x NODE_LEVEL2 x NODE_LEVEL3 must be below "
@@ -328,7 +332,11 @@ public:
       // reads that follow ordered after a waiter's registration, see wait_dequeue).
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
       ASYNC_PERTURB(); // ticket taken, its slot not yet found
-      const std::uint32_t i = segments_.find(list::consumers, hint, mine / segment_size);
+      const std::uint32_t i = segments_.find(list::consumers, hint, mine / segment_size,
+                                             [this, mine] { return abandoned(mine); });
+      if (ASYNC_UNLIKELY(i == list::no_node)) {
+        continue; // past the closed end, where no producer comes: the next look says empty
+      }
       finish_batch finished(segments_);
       if (take(i, segments_.slot(i, mine), mine, finished,
                [&out](T& v) { detail::assign_relocated(out, v); })) {
@@ -457,6 +465,12 @@ private:
   using slot = typename list::slot_ref;
   using word = typename list::word;
   using walk = typename list::walk;
+  // A consumer's walk gives up on tickets past a closed queue's end (abandoned()).
+  struct past_the_end {
+    const queue* q;
+    bool operator()(std::uint64_t t) const noexcept { return q->abandoned(t); }
+  };
+  using consumer_walk = typename list::template basic_walk<past_the_end>;
   using finish_batch = typename list::finish_batch;
 
   static constexpr std::uint64_t closed_bit = std::uint64_t(1) << 63;
@@ -748,7 +762,8 @@ private:
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
       ASYNC_PERTURB(); // tickets taken, their slots not yet found
       finish_batch finished(segments_);
-      walk round(segments_, list::consumers, hint, h0, h0 + want, &finished);
+      consumer_walk round(segments_, list::consumers, hint, h0, h0 + want, &finished,
+                          past_the_end{this});
       got += drain(round, finished, out);
     }
     return got;
@@ -759,10 +774,13 @@ private:
   // call's: their elements are destroyed (reported lost by the exception) so that their slots
   // are left and the queue stays whole.
   template <typename OutputIt>
-  std::size_t drain(walk& round, finish_batch& finished, OutputIt& out) {
+  std::size_t drain(consumer_walk& round, finish_batch& finished, OutputIt& out) {
     std::size_t got = 0;
     try {
       for (; round.next < round.end; ++round.next) {
+        if (ASYNC_UNLIKELY(!round.reach())) {
+          return got; // the rest lies past the closed end: no element will come for it
+        }
         std::uint32_t i = 0;
         const slot s = round.slot(i);
         if (take(i, s, round.next, finished, [&out](T& v) {
@@ -773,7 +791,7 @@ private:
         }
       }
     } catch (...) {
-      for (++round.next; round.next < round.end; ++round.next) {
+      for (++round.next; round.next < round.end && round.reach(); ++round.next) {
         std::uint32_t i = 0;
         const slot s = round.slot(i);
         take(i, s, round.next, finished, [](T&) {});
@@ -875,6 +893,21 @@ private:
         return dequeue(out); // timed out: one last look
       }
     }
+  }
+
+  // Whether consumer ticket t will never see an element: the queue is closed and t lies at or
+  // past the closed end, where every producer ticket was refused. A consumer holding such a
+  // ticket, whose segment has no node (the storage is full of segments that wait for their
+  // producers), gives it up instead of waiting for a node that may never come. Its slot is
+  // never used; as every slot past the closed end, it is not counted as finished, so its
+  // segment is not recycled (nothing needs the nodes of a closed queue's end).
+  bool abandoned(std::uint64_t t) const noexcept {
+    // seq_cst: pairs with (UC1)/(UC2), as in drained().
+    if ((tail_.value.load(std::memory_order_seq_cst) & closed_bit) == 0) {
+      return false;
+    }
+    const std::uint64_t at = closed_at_.load(std::memory_order_seq_cst);
+    return at != no_close && t >= at;
   }
 
   // Closed, and every ticket handed out before the close has been taken by a consumer.

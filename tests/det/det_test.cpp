@@ -560,6 +560,96 @@ TEST_CASE("det: segments recycle under every interleaving; nothing lost or dupli
   explore(recycling_under_load, 800, -1, 0);
 }
 
+namespace {
+
+// A storage of two nodes. Consumers that read the same head and tail take tickets past the
+// tail: two bulk calls of three and a single dequeue can hold tickets in segments 1 to 3 while
+// the producer has taken tickets 0 to 2 only. The skipped slots of segments 1 and 2 wait for
+// their producers, so segment 3 has no node, and its consumer waits for one. Once the queue is
+// closed no producer comes for those tickets: the consumer must give its ticket up and return
+// (it waited forever before 2026-11-27), and every element still arrives once, in order.
+struct det_two_node_traits : async::traits {
+  template <typename V>
+  using atomic = async_test::det::atomic<V>;
+  static constexpr std::size_t SEGMENT_SIZE = 2;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 2;
+  static constexpr unsigned SPIN_BUDGET = 0;
+};
+
+std::string close_past_the_storage(det::plan& plan, bool prefilled) {
+  async::queue<int, det_two_node_traits> q;
+  std::vector<int> sent;
+  received got(3);
+  auto enqueue = [&] {
+    for (int k = 0; k < 3; ++k) {
+      try {
+        if (q.enqueue(k)) {
+          sent.push_back(k);
+        }
+      } catch (const std::length_error&) {
+        // every node in use: refused before taking a ticket, nothing went in
+      }
+    }
+  };
+  if (prefilled) {
+    const std::string broken = det::run_alone(enqueue);
+    if (!broken.empty()) {
+      return broken;
+    }
+  }
+  auto producer = [&] {
+    if (!prefilled) {
+      enqueue();
+    }
+    q.close();
+  };
+  auto bulk = [&](std::size_t me) {
+    return [&, me] {
+      int buf[3] = {};
+      const std::size_t n = q.bulk_dequeue(buf, 3);
+      got.per_consumer[me].insert(got.per_consumer[me].end(), buf, buf + n);
+      int v = 0;
+      while (q.blocking_dequeue(v)) {
+        got.per_consumer[me].push_back(v);
+      }
+    };
+  };
+  auto single = [&] {
+    int v = 0;
+    if (q.dequeue(v)) {
+      got.per_consumer[2].push_back(v);
+    }
+    while (q.dequeue_for(v, std::chrono::milliseconds(1))) {
+      got.per_consumer[2].push_back(v);
+    }
+  };
+  // A run takes a few hundred steps; a consumer that never returns is a livelock, found sooner.
+  plan.max_steps = std::min<std::uint64_t>(plan.max_steps, 20000);
+  const auto r = plan.run({producer, bulk(0), bulk(1), single});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  const std::string broken = det::run_alone([&] {
+    int v = 0;
+    while (q.dequeue(v)) {
+      got.per_consumer[2].push_back(v);
+    }
+  });
+  return broken.empty() ? got.check(sent) : broken;
+}
+
+} // namespace
+
+TEST_CASE("det: a consumer that raced past the storage's end returns once the queue is closed",
+          "[det]") {
+  for (const bool prefilled : {false, true}) {
+    INFO((prefilled ? "three elements in before the consumers start" : "a producer racing"));
+    explore([prefilled](det::plan& p) { return close_past_the_storage(p, prefilled); }, 800, -1, 0);
+  }
+}
+
 // ---- the bounded queue --------------------------------------------------------------------------
 
 namespace {

@@ -24,6 +24,13 @@ elseif(MUTANT STREQUAL "close-aba-wakeup")
   set(file "async/detail/turn.h")
   set(old "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n        wake(word);\n")
   set(new "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n")
+elseif(MUTANT STREQUAL "close-past-storage")
+  # Fixed on 2026-11-27: a consumer whose ticket lay past the tail, in a segment that a full
+  # node storage had no room for, waited inside its call for producers to come; after close()
+  # none come, so it never returned. It now gives up a ticket past the closed end.
+  set(file "async/detail/segment_list.h")
+  set(old "        if (give_up()) {\n")
+  set(new "        if (false && give_up()) {\n")
 else()
   message(FATAL_ERROR "mutate.cmake: unknown mutant '${MUTANT}'")
 endif()

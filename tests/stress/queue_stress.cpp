@@ -9,6 +9,7 @@
 
 #include "async_catch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -268,4 +269,97 @@ TEST_CASE("queue stress: memory stays bounded under a steady load", "[queue][str
   // operation holds back recycling of later segments for as long as it sleeps, so allow slack.
   WARN("steady: " << q.nodes_allocated() << " nodes");
   CHECK(q.nodes_allocated() < 4000);
+}
+
+namespace {
+
+// Two 2-slot nodes: consumers that race each other past the tail soon hold tickets in
+// segments that the storage has no room for.
+template <bool Spread>
+struct two_node_traits : async::traits {
+  static constexpr bool SPREAD_TICKETS = Spread;
+  static constexpr std::size_t SEGMENT_SIZE = 2;
+  static constexpr std::size_t NODE_LEVEL1 = 1;
+  static constexpr std::size_t NODE_LEVEL2 = 1;
+  static constexpr std::size_t NODE_LEVEL3 = 2;
+};
+
+// One round: a producer enqueues a few elements (calling again when refused for want of a
+// node) and closes the queue, while four consumers poll it with dequeue and bulk_dequeue, then
+// wait with blocking_dequeue or dequeue_for until it says closed and drained. Every consumer
+// returns; every element arrives once, in order.
+template <bool Spread>
+void close_past_the_storage_round(int elements) {
+  queue<int, two_node_traits<Spread>> q;
+  std::vector<std::vector<int>> got(4);
+  std::atomic<bool> closed{false};
+  std::vector<std::thread> consumers;
+  for (std::size_t c = 0; c < got.size(); ++c) {
+    consumers.emplace_back([&, c] {
+      int v = 0;
+      int buf[3] = {};
+      while (!closed.load()) {
+        if (c % 2 == 0) {
+          if (q.dequeue(v)) {
+            got[c].push_back(v);
+          }
+        } else {
+          const std::size_t n = q.bulk_dequeue(buf, 3);
+          got[c].insert(got[c].end(), buf, buf + n);
+        }
+      }
+      if (c < 2) {
+        while (q.blocking_dequeue(v)) {
+          got[c].push_back(v);
+        }
+      } else {
+        while (q.dequeue_for(v, std::chrono::hours(1))) {
+          got[c].push_back(v);
+        }
+      }
+    });
+  }
+  int sent = 0;
+  while (sent < elements) {
+    try {
+      if (q.enqueue(sent)) {
+        ++sent;
+      }
+    } catch (const std::length_error&) {
+      std::this_thread::yield(); // every node in use: nothing went in, call again
+    }
+  }
+  q.close();
+  closed.store(true);
+  for (auto& t : consumers) {
+    t.join();
+  }
+  std::vector<int> all;
+  for (const auto& g : got) {
+    CHECK(std::is_sorted(g.begin(), g.end()));
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<int> want(static_cast<std::size_t>(elements));
+  for (int k = 0; k < elements; ++k) {
+    want[static_cast<std::size_t>(k)] = k;
+  }
+  CHECK(all == want);
+}
+
+} // namespace
+
+// Consumers that raced past the tail by more segments than the storage holds wait inside their
+// call for producers to come for those tickets; once the queue is closed none come, and such a
+// call waited forever (found by an attacking helper on 2026-11-26). Now a consumer gives up a
+// ticket past the closed end that has no node. The watchdog ends a hang with a message.
+TEST_CASE("queue stress: a two-node storage closed while consumers race past its end",
+          "[queue][stress]") {
+  async_test::scoped_watchdog watchdog(std::chrono::milliseconds(120000),
+                                       "a round closing a two-node storage");
+  const std::size_t rounds = async_test::scaled(400, 40);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    close_past_the_storage_round<true>(static_cast<int>(r % 8));
+    close_past_the_storage_round<false>(static_cast<int>(r % 8));
+  }
 }

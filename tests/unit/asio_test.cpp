@@ -407,6 +407,120 @@ TEST_CASE("cancel_pending leaves the context's functions queued; strands keep ru
   }
 }
 
+namespace {
+
+using strand_type = net::strand<asio_context::executor_type>;
+
+// A handler that records its number on its strand and posts the next one to the same strand
+// from inside (so it goes to the running worker's own queue).
+struct strand_link {
+  strand_type* strand;
+  std::vector<int>* order;
+  int i;
+  int last;
+  void operator()() const {
+    order->push_back(i);
+    if (i < last) {
+      net::post(*strand, strand_link{strand, order, i + 1, last});
+    }
+  }
+};
+
+// The same without a strand: counts, and posts the next to the context's executor.
+struct plain_link {
+  asio_context::executor_type ex;
+  std::atomic<int>* count;
+  int i;
+  int last;
+  void operator()() const {
+    count->fetch_add(1);
+    if (i < last) {
+      net::post(ex, plain_link{ex, count, i + 1, last});
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("handlers that post handlers survive cancel_pending and resizing storms", "[asio]") {
+  // A function of the context's discarded by a cancel would stall its chain (or lock its
+  // strand) for good: the watchdog ends the binary with a message instead.
+  async_test::scoped_watchdog watchdog(std::chrono::milliseconds(120000),
+                                       "the cancel and resize storm of asio_context");
+  constexpr int chains = 3;
+  const int last = static_cast<int>(async_test::scaled(10000, 1000));
+  threadpool pool(2);
+  asio_context context(pool);
+  auto ex = context.get_executor();
+  std::vector<strand_type> strands;
+  std::vector<std::vector<int>> orders(chains); // each written by its strand only
+  std::atomic<int> plain[chains];
+  for (int c = 0; c < chains; ++c) {
+    strands.push_back(net::make_strand(ex));
+    plain[c].store(0);
+  }
+  for (int c = 0; c < chains; ++c) {
+    net::post(strands[static_cast<std::size_t>(c)],
+              strand_link{&strands[static_cast<std::size_t>(c)],
+                          &orders[static_cast<std::size_t>(c)], 0, last});
+    net::post(ex, plain_link{ex, &plain[c], 0, last});
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> executed{0};
+  std::atomic<std::size_t> ran{0};
+  std::atomic<std::size_t> cancelled{0};
+  // Two resizers racing each other (0 pauses the pool), and a canceller that also queues
+  // tasks of the pool's own, which it may discard.
+  auto resize = [&](std::size_t salt) {
+    for (std::size_t i = 0; !stop.load(); ++i) {
+      pool.configurepool((i * 7 + salt) % 4);
+      std::this_thread::sleep_for(std::chrono::microseconds(100 + (i * 37 + salt) % 300));
+    }
+  };
+  std::thread resizer1(resize, 1);
+  std::thread resizer2(resize, 2);
+  std::thread canceller([&] {
+    while (!stop.load()) {
+      for (int k = 0; k < 4; ++k) {
+        pool.execute([&ran] { ran.fetch_add(1); });
+        executed.fetch_add(1);
+      }
+      cancelled.fetch_add(pool.cancel_pending());
+      std::this_thread::yield();
+    }
+  });
+  const bool done = eventually(
+      [&] {
+        for (int c = 0; c < chains; ++c) {
+          if (plain[c].load() != last + 1) {
+            return false;
+          }
+        }
+        return true;
+      },
+      std::chrono::seconds(100));
+  stop = true;
+  resizer1.join();
+  resizer2.join();
+  canceller.join();
+  pool.configurepool(2);
+  context.join();
+  CHECK(done);
+  for (int c = 0; c < chains; ++c) {
+    CHECK(plain[c].load() == last + 1);
+    const auto& order = orders[static_cast<std::size_t>(c)];
+    REQUIRE(order.size() == static_cast<std::size_t>(last) + 1);
+    for (int i = 0; i <= last; ++i) {
+      if (order[static_cast<std::size_t>(i)] != i) {
+        FAIL("strand " << c << ": handler " << order[static_cast<std::size_t>(i)]
+                       << " ran in place " << i);
+      }
+    }
+  }
+  pool.wait_idle_for(std::chrono::seconds(20));
+  CHECK(ran.load() + cancelled.load() == executed.load());
+}
+
 #if defined(ASYNC_TEST_CO_SPAWN)
 #if !defined(ASIO_HAS_CO_AWAIT) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
 #error "ASYNC_TEST_CO_SPAWN: this Asio and compiler have no co_await support"

@@ -200,25 +200,46 @@ public:
     return hints_[which].value.load(std::memory_order_acquire);
   }
 
+  /// What find() returns when its caller gave up (no node is that).
+  static constexpr std::uint32_t no_node = link::null_index;
+
+  /// A give-up test that never gives up: the ticket will be served.
+  struct never_give_up {
+    constexpr bool operator()(std::uint64_t) const noexcept { return false; }
+  };
+
   /// The node of segment s, for a thread that holds a ticket in s (read `seen` from hint()
   /// before taking it). Links new segments as needed. The ticket cannot be given back (the
   /// other side of its slot depends on it), so when the segment cannot be created because
   /// memory or the storage is exhausted, this waits for another thread to create it or for
-  /// memory. Lock-free otherwise.
-  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
+  /// memory, asking give_up() between tries: when it returns true (the ticket's slot will never
+  /// be used by the other side, such as a consumer's ticket past a closed queue's end), the
+  /// wait ends and no_node is returned. Lock-free otherwise.
+  template <typename GiveUp>
+  std::uint32_t find(side which, word seen, std::uint64_t s, GiveUp give_up) noexcept {
     for (;;) {
       try {
         return locate(which, seen, s);
       } catch (...) {
+        ASYNC_PERTURB(); // no node for the segment now
+        if (give_up()) {
+          return no_node;
+        }
         std::this_thread::yield();
       }
     }
   }
 
+  /// find() for a ticket that will be served: never gives up.
+  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
+    return find(which, seen, s, [] { return false; });
+  }
+
   /// The node of segment s, the successor of segment s - 1 in node i (a thread walking
   /// consecutive tickets).
-  std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s) noexcept {
-    return find(which, link::make(i, tag_of(s - 1)), s);
+  template <typename GiveUp>
+  std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s, GiveUp give_up) noexcept {
+    return find(which, link::make(i, tag_of(s - 1)), s, give_up);
   }
 
   /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
@@ -318,25 +339,39 @@ public:
 
   /// Consecutive tickets [next, end) taken by one fetch_add of a bulk call, walked in order
   /// across segments. A consumer's walk flushes its finish_batch before it moves on (the node
-  /// it leaves may then be recycled; otherwise the storage could run out under it). Not
-  /// thread-safe (one per call).
-  class walk {
+  /// it leaves may then be recycled; otherwise the storage could run out under it). GiveUp(t)
+  /// says, while there is no node for ticket t's segment, whether the walk may stop there (see
+  /// find()); the tickets from t on are then left unserved. Not thread-safe (one per call).
+  template <typename GiveUp = never_give_up>
+  class basic_walk {
   public:
-    walk(segment_list& list, side which, word seen, std::uint64_t first, std::uint64_t last,
-         finish_batch* batch = nullptr) noexcept
-        : next(first), end(last), list_(list), side_(which), batch_(batch),
-          segment_(first / segment_size), node_(list.find(which, seen, segment_)) {}
+    basic_walk(segment_list& list, side which, word seen, std::uint64_t first, std::uint64_t last,
+               finish_batch* batch = nullptr, GiveUp give_up = GiveUp()) noexcept
+        : next(first), end(last), list_(list), side_(which), batch_(batch), give_up_(give_up),
+          segment_(first / segment_size),
+          node_(list.find(which, seen, segment_, [this] { return give_up_(next); })) {}
 
-    /// The slot of ticket `next`; its node goes to `i`.
-    slot_ref slot(std::uint32_t& i) noexcept {
+    /// Finds the node of ticket `next`. False when the walk gave up there: neither that
+    /// ticket nor a later one of the walk has a slot. Always true with never_give_up.
+    bool reach() noexcept {
+      if (ASYNC_UNLIKELY(node_ == no_node)) {
+        return false;
+      }
       const std::uint64_t s = next / segment_size;
       if (s != segment_) { // the next segment: walks only move forward, one segment at a time
         if (batch_ != nullptr) {
           batch_->flush();
         }
-        node_ = list_.find_after(side_, node_, s);
+        node_ = list_.find_after(side_, node_, s, [this] { return give_up_(next); });
         segment_ = s;
       }
+      return node_ != no_node;
+    }
+
+    /// The slot of ticket `next` (reach() must have been true, or the walk never gives up);
+    /// its node goes to `i`.
+    slot_ref slot(std::uint32_t& i) noexcept {
+      reach();
       i = node_;
       return list_.slot(node_, next);
     }
@@ -348,9 +383,13 @@ public:
     segment_list& list_;
     side side_;
     finish_batch* batch_;
+    GiveUp give_up_;
     std::uint64_t segment_;
     std::uint32_t node_;
   };
+
+  /// A walk that never gives up (producers).
+  using walk = basic_walk<>;
 
 private:
   // A node's id while it is not linked: free_flag | (one more than its last segment number,
@@ -598,6 +637,9 @@ constexpr std::size_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
           unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
 constexpr std::uint64_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::capacity;
+template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
+          unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
+constexpr std::uint32_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::no_node;
 
 } // namespace detail
 } // namespace async
