@@ -332,8 +332,7 @@ public:
       // reads that follow ordered after a waiter's registration, see wait_dequeue).
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
       ASYNC_PERTURB(); // ticket taken, its slot not yet found
-      const std::uint32_t i = segments_.find(list::consumers, hint, mine / segment_size,
-                                             [this, mine] { return abandoned(mine); });
+      const std::uint32_t i = segments_.find(list::consumers, hint, mine / segment_size);
       if (ASYNC_UNLIKELY(i == list::no_node)) {
         continue; // past the closed end, where no producer comes: the next look says empty
       }
@@ -394,6 +393,12 @@ public:
                                             std::memory_order_seq_cst)) {
         // (UC2) seq_cst: consumers read it after they see the bit; pairs with (UC3).
         closed_at_.store(t, std::memory_order_seq_cst);
+        // A consumer that raced past the tail into a segment that the storage has no room for
+        // waits for producers to come for those tickets; from here on none come, so such a
+        // consumer whose segment lies wholly past the end gives its ticket up (its call then
+        // sees a closed, drained queue). Every slot past the end stays unfinished, so those
+        // segments are never recycled: a closed queue needs no more nodes.
+        segments_.abandon_from(t);
         waiting_.wake_all();
         return;
       }
@@ -465,12 +470,6 @@ private:
   using slot = typename list::slot_ref;
   using word = typename list::word;
   using walk = typename list::walk;
-  // A consumer's walk gives up on tickets past a closed queue's end (abandoned()).
-  struct past_the_end {
-    const queue* q;
-    bool operator()(std::uint64_t t) const noexcept { return q->abandoned(t); }
-  };
-  using consumer_walk = typename list::template basic_walk<past_the_end>;
   using finish_batch = typename list::finish_batch;
 
   static constexpr std::uint64_t closed_bit = std::uint64_t(1) << 63;
@@ -762,8 +761,7 @@ private:
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
       ASYNC_PERTURB(); // tickets taken, their slots not yet found
       finish_batch finished(segments_);
-      consumer_walk round(segments_, list::consumers, hint, h0, h0 + want, &finished,
-                          past_the_end{this});
+      walk round(segments_, list::consumers, hint, h0, h0 + want, &finished);
       got += drain(round, finished, out);
     }
     return got;
@@ -774,7 +772,7 @@ private:
   // call's: their elements are destroyed (reported lost by the exception) so that their slots
   // are left and the queue stays whole.
   template <typename OutputIt>
-  std::size_t drain(consumer_walk& round, finish_batch& finished, OutputIt& out) {
+  std::size_t drain(walk& round, finish_batch& finished, OutputIt& out) {
     std::size_t got = 0;
     try {
       for (; round.next < round.end; ++round.next) {
@@ -893,21 +891,6 @@ private:
         return dequeue(out); // timed out: one last look
       }
     }
-  }
-
-  // Whether consumer ticket t will never see an element: the queue is closed and t lies at or
-  // past the closed end, where every producer ticket was refused. A consumer holding such a
-  // ticket, whose segment has no node (the storage is full of segments that wait for their
-  // producers), gives it up instead of waiting for a node that may never come. Its slot is
-  // never used; as every slot past the closed end, it is not counted as finished, so its
-  // segment is not recycled (nothing needs the nodes of a closed queue's end).
-  bool abandoned(std::uint64_t t) const noexcept {
-    // seq_cst: pairs with (UC1)/(UC2), as in drained().
-    if ((tail_.value.load(std::memory_order_seq_cst) & closed_bit) == 0) {
-      return false;
-    }
-    const std::uint64_t at = closed_at_.load(std::memory_order_seq_cst);
-    return at != no_close && t >= at;
   }
 
   // Closed, and every ticket handed out before the close has been taken by a consumer.

@@ -200,29 +200,24 @@ public:
     return hints_[which].value.load(std::memory_order_acquire);
   }
 
-  /// What find() returns when its caller gave up (no node is that).
+  /// What find() returns to a consumer that gave its ticket up (no node is that).
   static constexpr std::uint32_t no_node = link::null_index;
-
-  /// A give-up test that never gives up: the ticket will be served.
-  struct never_give_up {
-    constexpr bool operator()(std::uint64_t) const noexcept { return false; }
-  };
 
   /// The node of segment s, for a thread that holds a ticket in s (read `seen` from hint()
   /// before taking it). Links new segments as needed. The ticket cannot be given back (the
   /// other side of its slot depends on it), so when the segment cannot be created because
   /// memory or the storage is exhausted, this waits for another thread to create it or for
-  /// memory, asking give_up() between tries: when it returns true (the ticket's slot will never
-  /// be used by the other side, such as a consumer's ticket past a closed queue's end), the
-  /// wait ends and no_node is returned. Lock-free otherwise.
-  template <typename GiveUp>
-  std::uint32_t find(side which, word seen, std::uint64_t s, GiveUp give_up) noexcept {
+  /// memory; except that a consumer whose segment lies wholly past the closed end
+  /// (abandon_from()) returns no_node: no producer will ever use that slot. Lock-free
+  /// otherwise.
+  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
     for (;;) {
       try {
         return locate(which, seen, s);
       } catch (...) {
         ASYNC_PERTURB(); // no node for the segment now
-        if (give_up()) {
+        // acquire: pairs with the release in abandon_from().
+        if (which == consumers && s >= abandoned_.load(std::memory_order_acquire)) {
           return no_node;
         }
         std::this_thread::yield();
@@ -230,16 +225,20 @@ public:
     }
   }
 
-  /// find() for a ticket that will be served: never gives up.
-  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
-    return find(which, seen, s, [] { return false; });
+  /// The owner closed the list at ticket `end`: no producer will take a ticket from there on.
+  /// A consumer holding a ticket in a segment that begins at or after `end` and has no node
+  /// gives it up (find() returns no_node) instead of waiting for a node. In the segment of
+  /// `end` itself (when it does not begin there) producers of earlier tickets link the node,
+  /// so its consumers wait for that as usual. Called once.
+  void abandon_from(std::uint64_t end) noexcept {
+    abandoned_.store(end / segment_size + (end % segment_size != 0 ? 1 : 0),
+                     std::memory_order_release);
   }
 
   /// The node of segment s, the successor of segment s - 1 in node i (a thread walking
   /// consecutive tickets).
-  template <typename GiveUp>
-  std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s, GiveUp give_up) noexcept {
-    return find(which, link::make(i, tag_of(s - 1)), s, give_up);
+  std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s) noexcept {
+    return find(which, link::make(i, tag_of(s - 1)), s);
   }
 
   /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
@@ -339,39 +338,44 @@ public:
 
   /// Consecutive tickets [next, end) taken by one fetch_add of a bulk call, walked in order
   /// across segments. A consumer's walk flushes its finish_batch before it moves on (the node
-  /// it leaves may then be recycled; otherwise the storage could run out under it). GiveUp(t)
-  /// says, while there is no node for ticket t's segment, whether the walk may stop there (see
-  /// find()); the tickets from t on are then left unserved. Not thread-safe (one per call).
-  template <typename GiveUp = never_give_up>
-  class basic_walk {
+  /// it leaves may then be recycled; otherwise the storage could run out under it). Not
+  /// thread-safe (one per call).
+  class walk {
   public:
-    basic_walk(segment_list& list, side which, word seen, std::uint64_t first, std::uint64_t last,
-               finish_batch* batch = nullptr, GiveUp give_up = GiveUp()) noexcept
-        : next(first), end(last), list_(list), side_(which), batch_(batch), give_up_(give_up),
-          segment_(first / segment_size),
-          node_(list.find(which, seen, segment_, [this] { return give_up_(next); })) {}
+    walk(segment_list& list, side which, word seen, std::uint64_t first, std::uint64_t last,
+         finish_batch* batch = nullptr) noexcept
+        : next(first), end(last), list_(list), side_(which), batch_(batch),
+          segment_(first / segment_size), node_(list.find(which, seen, segment_)) {}
 
-    /// Finds the node of ticket `next`. False when the walk gave up there: neither that
-    /// ticket nor a later one of the walk has a slot. Always true with never_give_up.
+    /// Finds the node of ticket `next`. False when a consumer gave it up (find()): that ticket
+    /// and every later one of the walk lie past the closed end and have no slot. Producers
+    /// need not call it (they never give up): slot() finds the node itself.
     bool reach() noexcept {
       if (ASYNC_UNLIKELY(node_ == no_node)) {
         return false;
       }
       const std::uint64_t s = next / segment_size;
-      if (s != segment_) { // the next segment: walks only move forward, one segment at a time
+      if (s != segment_) {
         if (batch_ != nullptr) {
           batch_->flush();
         }
-        node_ = list_.find_after(side_, node_, s, [this] { return give_up_(next); });
+        node_ = list_.find_after(side_, node_, s);
         segment_ = s;
       }
       return node_ != no_node;
     }
 
-    /// The slot of ticket `next` (reach() must have been true, or the walk never gives up);
-    /// its node goes to `i`.
+    /// The slot of ticket `next` (for a consumer, after reach() said true); its node goes to
+    /// `i`.
     slot_ref slot(std::uint32_t& i) noexcept {
-      reach();
+      const std::uint64_t s = next / segment_size;
+      if (s != segment_) { // the next segment: walks only move forward, one segment at a time
+        if (batch_ != nullptr) {
+          batch_->flush();
+        }
+        node_ = list_.find_after(side_, node_, s);
+        segment_ = s;
+      }
       i = node_;
       return list_.slot(node_, next);
     }
@@ -383,13 +387,9 @@ public:
     segment_list& list_;
     side side_;
     finish_batch* batch_;
-    GiveUp give_up_;
     std::uint64_t segment_;
     std::uint32_t node_;
   };
-
-  /// A walk that never gives up (producers).
-  using walk = basic_walk<>;
 
 private:
   // A node's id while it is not linked: free_flag | (one more than its last segment number,
@@ -629,6 +629,10 @@ private:
   padded<Atom<word>, Line> anchor_;
   // Written by threads of each side that reach a new segment: where that side starts looking.
   padded<Atom<word>, Line> hints_[2];
+  // Written once, when the owner closes: the first segment that lies wholly past the closed
+  // end (abandon_from()). Read only by consumers that found no node for their segment; the
+  // hints' padding keeps it off their lines.
+  Atom<std::uint64_t> abandoned_{~std::uint64_t(0)};
 };
 
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
