@@ -255,9 +255,9 @@ public:
   /// and the queue closed before it could move on, the element is destroyed and false is
   /// returned.) Throws std::length_error, before taking a ticket, when every node of the storage
   /// is in use, unless consumers already hold tickets past the tail (they raced past it and
-  /// skipped those slots; only producers can finish them). When memory runs out after the
-  /// ticket was taken, the call waits for memory (the ticket's slot must be settled).
-  /// Thread-safe (lock-free).
+  /// skipped those slots; only producers can finish them) or the queue is closed (false). When
+  /// memory runs out after the ticket was taken, the call waits for memory (the ticket's slot must
+  /// be settled). Thread-safe (lock-free).
   template <typename... Args>
   bool enqueue(Args&&... args) {
     word hint = 0;
@@ -494,10 +494,14 @@ private:
   }
 
   // The storage looked full: throws std::length_error unless the next n tickets need no node
-  // (passed_by_consumers). Kept out of line, so that the ticket path stays small enough for
-  // the compiler to inline it (and the publication's waiter check) into every enqueue.
+  // (passed_by_consumers) or the queue is closed. Tickets taken after the close are refused
+  // before they need a node, so the call returns false as on any closed queue; and the slots
+  // past the closed end are never finished, so a closed queue whose storage filled up stays
+  // full for good: checking the room first made every later enqueue throw. Kept out of line,
+  // so that the ticket path stays small enough for the compiler to inline it (and the
+  // publication's waiter check) into every enqueue.
   ASYNC_NOINLINE void refuse_unless_passed(std::uint64_t n) const {
-    if (!passed_by_consumers(n)) {
+    if (!is_closed() && !passed_by_consumers(n)) {
       segments_.check_room();
     }
   }

@@ -1033,6 +1033,46 @@ TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is n
   }
 }
 
+// The same race, then close(): the slots past the closed end are never finished, so the two
+// nodes stay in use for good. Every later enqueue must return false, as on any closed queue.
+// It threw std::length_error instead once the refused tickets had taken the tail up to the
+// head (the room was checked before the closed bit; found by an attacking helper): a producer
+// that calls again when refused for want of room never finished.
+TEST_CASE("queue: a closed queue whose storage is full refuses enqueue with false, not "
+          "length_error",
+          "[queue]") {
+  queue<int, meeting_traits> q;
+  const int three[] = {0, 1, 2};
+  REQUIRE(q.bulk_enqueue(three, 3) == 3);
+  consumers_at_head() = 0;
+  std::vector<int> got[2];
+  auto consumer = [&](int c) {
+    meets_the_other = true;
+    q.bulk_dequeue(std::back_inserter(got[c]), 100);
+  };
+  std::thread a(consumer, 0);
+  std::thread b(consumer, 1);
+  a.join();
+  b.join();
+  REQUIRE(got[0].size() + got[1].size() == 3);
+  q.close();
+  std::size_t threw = 0;
+  std::size_t accepted = 0;
+  for (int k = 0; k < 20; ++k) {
+    try {
+      accepted += q.enqueue(k) ? 1 : 0;
+      accepted += q.bulk_enqueue(three, 3);
+    } catch (const std::length_error&) {
+      ++threw;
+    }
+  }
+  CHECK(threw == 0);
+  CHECK(accepted == 0);
+  int v = 0;
+  CHECK_FALSE(q.dequeue(v));
+  CHECK_FALSE(q.blocking_dequeue(v));
+}
+
 namespace {
 
 struct checked_two_slot_traits : async::traits {
