@@ -332,7 +332,7 @@ public:
       // reads that follow ordered after a waiter's registration, see wait_dequeue).
       const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
       ASYNC_PERTURB(); // ticket taken, its slot not yet found
-      const std::uint32_t i = segments_.find(list::consumers, hint, mine / segment_size);
+      const std::uint32_t i = segments_.find_consumer(hint, mine / segment_size);
       if (ASYNC_UNLIKELY(i == list::no_node)) {
         continue; // past the closed end, where no producer comes: the next look says empty
       }
@@ -765,7 +765,7 @@ private:
       const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
       ASYNC_PERTURB(); // tickets taken, their slots not yet found
       finish_batch finished(segments_);
-      walk round(segments_, list::consumers, hint, h0, h0 + want, &finished);
+      walk round(segments_, typename walk::consumer_tag{}, hint, h0, h0 + want, &finished);
       got += drain(round, finished, out);
     }
     return got;

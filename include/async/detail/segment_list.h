@@ -207,17 +207,29 @@ public:
   /// before taking it). Links new segments as needed. The ticket cannot be given back (the
   /// other side of its slot depends on it), so when the segment cannot be created because
   /// memory or the storage is exhausted, this waits for another thread to create it or for
-  /// memory; except that a consumer whose segment lies wholly past the closed end
-  /// (abandon_from()) returns no_node: no producer will ever use that slot. Lock-free
-  /// otherwise.
+  /// memory. Lock-free otherwise.
   std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
     for (;;) {
       try {
         return locate(which, seen, s);
       } catch (...) {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  /// find() for a consumer: returns no_node instead of waiting when its segment lies wholly
+  /// past the closed end (abandon_from()), where no producer will ever use the slot. A
+  /// function of its own: a test inside find() changed what the compiler inlined into the
+  /// producers' loops (their single-call 1p1c fell to about half in alternating rounds).
+  std::uint32_t find_consumer(word seen, std::uint64_t s) noexcept {
+    for (;;) {
+      try {
+        return locate(consumers, seen, s);
+      } catch (...) {
         ASYNC_PERTURB(); // no node for the segment now
         // acquire: pairs with the release in abandon_from().
-        if (which == consumers && s >= abandoned_.load(std::memory_order_acquire)) {
+        if (s >= abandoned_.load(std::memory_order_acquire)) {
           return no_node;
         }
         std::this_thread::yield();
@@ -239,6 +251,11 @@ public:
   /// consecutive tickets).
   std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s) noexcept {
     return find(which, link::make(i, tag_of(s - 1)), s);
+  }
+
+  /// find_after() for a consumer: find_consumer() (may return no_node).
+  std::uint32_t find_after_consumer(std::uint32_t i, std::uint64_t s) noexcept {
+    return find_consumer(link::make(i, tag_of(s - 1)), s);
   }
 
   /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
@@ -347,6 +364,14 @@ public:
         : next(first), end(last), list_(list), side_(which), batch_(batch),
           segment_(first / segment_size), node_(list.find(which, seen, segment_)) {}
 
+    /// A consumer's walk: its nodes come from find_consumer(), and reach() says when it gave
+    /// its tickets up.
+    struct consumer_tag {};
+    walk(segment_list& list, consumer_tag, word seen, std::uint64_t first, std::uint64_t last,
+         finish_batch* batch) noexcept
+        : next(first), end(last), list_(list), side_(consumers), batch_(batch),
+          segment_(first / segment_size), node_(list.find_consumer(seen, segment_)) {}
+
     /// Finds the node of ticket `next`. False when a consumer gave it up (find()): that ticket
     /// and every later one of the walk lie past the closed end and have no slot. Producers
     /// need not call it (they never give up): slot() finds the node itself.
@@ -359,7 +384,7 @@ public:
         if (batch_ != nullptr) {
           batch_->flush();
         }
-        node_ = list_.find_after(side_, node_, s);
+        node_ = list_.find_after_consumer(node_, s);
         segment_ = s;
       }
       return node_ != no_node;
