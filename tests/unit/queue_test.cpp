@@ -992,16 +992,10 @@ struct meeting_traits : async::traits {
   using atomic = meeting_atomic<V>;
 };
 
-} // namespace
-
-// Three elements, two consumers that both take three tickets: the second three (3, 4, 5) lie
-// past the tail, in segment 0 and in segment 1, which that consumer links with the last node.
-// The storage is full, and a bulk_enqueue of 4 (tickets 3 to 6, in those two segments) needs
-// no node: it used to be refused, as long as the gap between tail and head was smaller than
-// its count, so an empty, idle queue refused it for good (found by an attacking helper).
-TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is not refused",
-          "[queue]") {
-  queue<int, meeting_traits> q;
+// Three elements in, then two consumers that both read the head and tail before either takes
+// tickets, each taking three: the second three (3, 4, 5) lie past the tail, in segment 0 and in
+// segment 1, which that consumer links with the last node. Returns how many elements they got.
+std::size_t race_two_consumers_past_the_tail(queue<int, meeting_traits>& q) {
   const int three[] = {0, 1, 2};
   REQUIRE(q.bulk_enqueue(three, 3) == 3);
   consumers_at_head() = 0;
@@ -1014,7 +1008,20 @@ TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is n
   std::thread b(consumer, 1);
   a.join();
   b.join();
-  CHECK(got[0].size() + got[1].size() == 3);
+  return got[0].size() + got[1].size();
+}
+
+} // namespace
+
+// Three elements, two consumers that both take three tickets: the second three (3, 4, 5) lie
+// past the tail, in segment 0 and in segment 1, which that consumer links with the last node.
+// The storage is full, and a bulk_enqueue of 4 (tickets 3 to 6, in those two segments) needs
+// no node: it used to be refused, as long as the gap between tail and head was smaller than
+// its count, so an empty, idle queue refused it for good (found by an attacking helper).
+TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is not refused",
+          "[queue]") {
+  queue<int, meeting_traits> q;
+  CHECK(race_two_consumers_past_the_tail(q) == 3);
   CHECK(q.size_approx() == 0);
   const int four[] = {10, 11, 12, 13};
   std::size_t in = 0;
@@ -1042,26 +1049,15 @@ TEST_CASE("queue: a closed queue whose storage is full refuses enqueue with fals
           "length_error",
           "[queue]") {
   queue<int, meeting_traits> q;
-  const int three[] = {0, 1, 2};
-  REQUIRE(q.bulk_enqueue(three, 3) == 3);
-  consumers_at_head() = 0;
-  std::vector<int> got[2];
-  auto consumer = [&](int c) {
-    meets_the_other = true;
-    q.bulk_dequeue(std::back_inserter(got[c]), 100);
-  };
-  std::thread a(consumer, 0);
-  std::thread b(consumer, 1);
-  a.join();
-  b.join();
-  REQUIRE(got[0].size() + got[1].size() == 3);
+  REQUIRE(race_two_consumers_past_the_tail(q) == 3);
   q.close();
   std::size_t threw = 0;
   std::size_t accepted = 0;
   for (int k = 0; k < 20; ++k) {
     try {
       accepted += q.enqueue(k) ? 1 : 0;
-      accepted += q.bulk_enqueue(three, 3);
+      const int more[] = {1, 2, 3};
+      accepted += q.bulk_enqueue(more, 3);
     } catch (const std::length_error&) {
       ++threw;
     }

@@ -200,7 +200,7 @@ public:
     return hints_[which].value.load(std::memory_order_acquire);
   }
 
-  /// What find() returns to a consumer that gave its ticket up (no node is that).
+  /// What find_consumer() returns when the consumer gave its ticket up (no node is that).
   static constexpr std::uint32_t no_node = link::null_index;
 
   /// The node of segment s, for a thread that holds a ticket in s (read `seen` from hint()
@@ -239,7 +239,7 @@ public:
 
   /// The owner closed the list at ticket `end`: no producer will take a ticket from there on.
   /// A consumer holding a ticket in a segment that begins at or after `end` and has no node
-  /// gives it up (find() returns no_node) instead of waiting for a node. In the segment of
+  /// gives it up (find_consumer() returns no_node) instead of waiting for a node. In the segment of
   /// `end` itself (when it does not begin there) producers of earlier tickets link the node,
   /// so its consumers wait for that as usual. Called once.
   void abandon_from(std::uint64_t end) noexcept {
@@ -372,7 +372,7 @@ public:
         : next(first), end(last), list_(list), side_(consumers), batch_(batch),
           segment_(first / segment_size), node_(list.find_consumer(seen, segment_)) {}
 
-    /// Finds the node of ticket `next`. False when a consumer gave it up (find()): that ticket
+    /// Finds the node of ticket `next`. False when it was given up (find_consumer()): that ticket
     /// and every later one of the walk lie past the closed end and have no slot. Producers
     /// need not call it (they never give up): slot() finds the node itself.
     bool reach() noexcept {
