@@ -284,13 +284,19 @@ public:
   /// is not read) or, with NOEXCEPT_CHECK, when constructors threw (those elements are
   /// skipped). n == 0 does nothing. Throws std::length_error, before reading the range or
   /// taking a ticket, when n exceeds max_bulk() (n tickets could need more nodes than the
-  /// storage has), or when every node of the storage is in use (as enqueue); once elements of
-  /// the range are in, the call waits for a node instead. Thread-safe (lock-free).
+  /// storage has), when every node of the storage is in use (as enqueue), or when the n
+  /// tickets from the tail on need more nodes than the storage has free now (the segments from
+  /// the oldest queued element's to the last ticket's must all exist at once). Once elements
+  /// of the range are in, the call waits for a node instead (as it may when producers racing
+  /// it took the last free nodes). Thread-safe (lock-free).
   template <typename InputIt>
   std::size_t bulk_enqueue(InputIt first, std::size_t n) {
     if (ASYNC_UNLIKELY(n > max_bulk())) {
       throw std::length_error("async::queue: bulk_enqueue of more elements than the node "
                               "storage can ever hold at once (see max_bulk())");
+    }
+    if (n > 0 && ASYNC_UNLIKELY(!segments_.fresh_nodes_for(n))) {
+      refuse_short_of_nodes(n);
     }
     std::size_t in = 0;
     detail::holder<T> carry; // an element whose slot was skipped: it goes first in a new round
@@ -440,7 +446,9 @@ public:
   std::uint64_t getNodeCount() const noexcept { return segments_.nodes_allocated(); }
 
   /// The largest n that bulk_enqueue accepts: n tickets may start anywhere in a segment and so
-  /// span n / SEGMENT_SIZE + 2 nodes, all of which must exist at once.
+  /// span n / SEGMENT_SIZE + 2 nodes, all of which must exist at once. That is on an empty
+  /// queue: the nodes of queued elements count too, so with elements queued bulk_enqueue may
+  /// refuse a smaller n (std::length_error) until consumers free nodes.
   static constexpr std::size_t max_bulk() noexcept {
     return static_cast<std::size_t>(std::min<std::uint64_t>(
         (list::capacity - 1) * segment_size, std::numeric_limits<std::size_t>::max()));
@@ -503,6 +511,21 @@ private:
   ASYNC_NOINLINE void refuse_unless_passed(std::uint64_t n) const {
     if (!is_closed() && !passed_by_consumers(n)) {
       segments_.check_room();
+    }
+  }
+
+  // The storage is nearly full: throws std::length_error when bulk_enqueue's n tickets, from
+  // the tail on, would span more segments (counted from the oldest live one) than the storage
+  // has nodes. The call would fill part of its range and then wait until a consumer recycles
+  // a node, and with none running it never returned (close() does not release a producer
+  // holding tickets). Throws before anything is read, as enqueue does when every node is in
+  // use; on a closed queue the call goes on to be refused (0). Out of line: rare, and the
+  // tail's line is not read where the storage has room.
+  ASYNC_NOINLINE void refuse_short_of_nodes(std::uint64_t n) const {
+    const std::uint64_t t = tail_.value.load(std::memory_order_relaxed) & ~closed_bit;
+    if (segments_.short_of_nodes(t, n) && !is_closed()) {
+      throw std::length_error("async::queue: bulk_enqueue needs more nodes than the storage "
+                              "has free now (raise NODE_LEVEL1..3, or enqueue fewer at once)");
     }
   }
 
@@ -624,8 +647,12 @@ private:
         auto&& source = *first;
         ++round.next;
         const bool made = emplace(i, s, std::forward<decltype(source)>(source));
-        ++first;
+        // The iterator moves on only once slot t is settled (published, void or left): an
+        // increment that throws must not leave a built element in a slot nobody settles. (When
+        // it throws after the element was moved out of a skipped slot, that element is
+        // destroyed with `carry`, as when a later round's read throws.)
         if (!made) {
+          ++first;
           continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
         }
         ASYNC_PERTURB(); // constructed, not yet published
@@ -634,12 +661,14 @@ private:
           // Wake a parked consumer now, not when the call returns: the rest of the input may
           // take long to read, or wait on that very consumer.
           waiting_.notify();
+          ++first;
           continue;
         }
         // Leaves slot t, even when the move throws. An element lost to a throwing move
         // (NOEXCEPT_CHECK) is settled: the round counts it and the next element goes on.
         const bool kept = move_out(i, s, carry);
         void_rest(round);
+        ++first;
         return static_cast<std::size_t>(t - start) + (kept ? 0 : 1);
       }
     } catch (...) {

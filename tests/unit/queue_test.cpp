@@ -460,9 +460,11 @@ struct throwing_out : async_test::output_iterator_types {
   throwing_out& operator++() { return *this; }
 };
 
-// A node storage of `Nodes` nodes of four slots, to run it full with a handful of elements.
-template <std::size_t Nodes>
+// A node storage of `Nodes` nodes of four slots, to run it full with a handful of elements
+// (NOEXCEPT_CHECK as `Checked`).
+template <std::size_t Nodes, bool Checked = false>
 struct small_storage_traits : async::traits {
+  static constexpr bool NOEXCEPT_CHECK = Checked;
   static constexpr std::size_t SEGMENT_SIZE = 4;
   static constexpr std::size_t NODE_LEVEL1 = 1;
   static constexpr std::size_t NODE_LEVEL2 = 1;
@@ -548,6 +550,138 @@ TEST_CASE("queue: bulk_enqueue beyond what the storage can hold throws instead o
     }
   }
   CHECK(q.nodes_allocated() <= 2);
+}
+
+// With elements queued, n <= max_bulk() tickets from the tail on can span more segments than the
+// storage has nodes (the segments from the oldest queued element's on must all exist at once).
+// Such a call used to fill part of its range and then wait for a node that only a consumer could
+// free: with none running it never returned, close() or not (found by an attacking helper).
+TEST_CASE("queue: bulk_enqueue behind queued elements throws when the nodes it needs are not free",
+          "[queue]") {
+  using four_nodes = small_storage_traits<4>;
+  STATIC_REQUIRE(queue<int, four_nodes>::max_bulk() == 12);
+  async_test::scoped_watchdog watchdog(30s, "bulk_enqueue behind queued elements");
+  std::vector<int> src;
+  for (int i = 0; i < 12; ++i) {
+    src.push_back(100 + i);
+  }
+  // Up to 13: enqueue refuses once all four nodes are in use (ticket 13 on).
+  for (int k = 0; k <= 13; ++k) {
+    INFO("elements queued before: " << k);
+    queue<int, four_nodes> q;
+    for (int i = 0; i < k; ++i) {
+      REQUIRE(q.enqueue(i));
+    }
+    int reads = 0;
+    std::size_t in = 0;
+    bool refused = false;
+    try {
+      in = q.bulk_enqueue(counting_it{src.data(), &reads}, 12);
+    } catch (const std::length_error&) {
+      refused = true;
+    }
+    // Tickets k .. k + 11 lie in segments 0 to 3 (the four nodes) for k <= 4 only.
+    CHECK(refused == (k > 4));
+    CHECK(in == (refused ? 0 : 12));
+    CHECK(reads == (refused ? 0 : 12));
+    std::vector<int> out;
+    q.bulk_dequeue(std::back_inserter(out), 32);
+    std::vector<int> want;
+    for (int i = 0; i < k; ++i) {
+      want.push_back(i);
+    }
+    if (!refused) {
+      want.insert(want.end(), src.begin(), src.end());
+    }
+    CHECK(out == want);
+    CHECK(q.bulk_enqueue(src.begin(), 12) == 12); // drained: the nodes are free again
+    CHECK(q.size_approx() == 12);
+  }
+  // A closed queue refuses with 0, as always, and reads nothing.
+  queue<int, four_nodes> q;
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(q.enqueue(i));
+  }
+  q.close();
+  int reads = 0;
+  CHECK(q.bulk_enqueue(counting_it{src.data(), &reads}, 12) == 0);
+  CHECK(reads == 0);
+}
+
+namespace {
+
+// An input iterator over 0, 1, 2, ... whose increment throws when it stands on `throw_at`
+// (after that element was built).
+struct increment_throws_it {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = int;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const int*;
+  using reference = int;
+  int at;
+  int throw_at;
+  int operator*() const { return at; }
+  increment_throws_it& operator++() {
+    if (at == throw_at) {
+      throw std::runtime_error("increment");
+    }
+    ++at;
+    return *this;
+  }
+};
+
+// From ticket `offset` on, max_bulk() (four) elements, the increment throwing after element
+// `throw_at`.
+template <typename Traits>
+void increment_throws_after(int offset, int throw_at) {
+  INFO("from ticket " << offset << ", the increment throws after element " << throw_at);
+  tracked::reset();
+  {
+    queue<tracked, Traits> q;
+    tracked out;
+    for (int i = 0; i < offset; ++i) {
+      REQUIRE(q.enqueue(-1));
+      REQUIRE(q.dequeue(out));
+    }
+    CHECK_THROWS_AS(q.bulk_enqueue(increment_throws_it{0, throw_at}, 4), std::runtime_error);
+    // Every element built went in (its slot was published before the increment).
+    for (int i = 0; i <= throw_at; ++i) {
+      REQUIRE(q.dequeue(out));
+      CHECK(out.value == i);
+    }
+    CHECK_FALSE(q.dequeue(out));
+    CHECK(tracked::alive() == 1); // `out`
+    // Every slot of the call was settled, so the nodes are recycled: 100 more pass through two.
+    int refused = 0;
+    for (int i = 0; i < 100; ++i) {
+      try {
+        REQUIRE(q.enqueue(1000 + i));
+        REQUIRE(q.dequeue(out));
+        CHECK(out.value == 1000 + i);
+      } catch (const std::length_error&) {
+        ++refused;
+      }
+    }
+    CHECK(refused == 0);
+    CHECK(q.nodes_allocated() <= 2);
+  }
+  CHECK(tracked::alive() == 0);
+}
+
+} // namespace
+
+// The element of slot t was built, then the iterator's increment threw: slot t was left built and
+// unpublished (the call voided only the slots after it). Its element was never destroyed, and its
+// segment never finished, so the node was never recycled: with two nodes, every later enqueue
+// threw length_error (found by an attacking helper).
+TEST_CASE("queue: an input iterator whose increment throws leaves no element in an unsettled slot",
+          "[queue]") {
+  for (int offset : {0, 2}) {
+    for (int throw_at : {0, 1, 3}) {
+      increment_throws_after<two_node_traits>(offset, throw_at);
+      increment_throws_after<small_storage_traits<2, true>>(offset, throw_at);
+    }
+  }
 }
 
 TEST_CASE("queue: a reserve larger than the storage throws length_error", "[queue]") {

@@ -301,6 +301,29 @@ public:
     }
   }
 
+  /// Whether the nodes never taken from the storage are enough for any n > 0 consecutive
+  /// tickets (they span at most (n - 1) / SEGMENT_SIZE + 2 segments): true for any storage that
+  /// is not nearly full, and then n tickets never wait for a node unless other threads take the
+  /// nodes first.
+  bool fresh_nodes_for(std::uint64_t n) const noexcept {
+    return pool_.allocated() + (n - 1) / segment_size + 2 <= capacity;
+  }
+
+  /// Whether tickets t .. t + n - 1 (n > 0) need more nodes than the storage can give now:
+  /// every segment from the oldest live one (the anchor) to the last of those tickets must
+  /// exist at once, so a producer holding them waits until consumers recycle some. A guess (the
+  /// tail and the anchor move), which says false when the anchor moved between its two loads.
+  bool short_of_nodes(std::uint64_t t, std::uint64_t n) const noexcept {
+    const std::uint64_t last = (t + n - 1) / segment_size;
+    // acquire: pairs with (SR2) and (SL2), as in anchor_node().
+    const word a = anchor_.value.load(std::memory_order_acquire);
+    const std::uint64_t oldest = pool_[link::index(a)].id.load(std::memory_order_acquire);
+    if (is_free(oldest) || link::tag(a) != tag_of(oldest) || oldest > last) {
+      return false;
+    }
+    return last - oldest + 1 > capacity;
+  }
+
   /// Calls f(i, s) for each linked segment s (node i) from the oldest on. Not thread-safe: no
   /// other call may run (the queue's destructor).
   template <typename F>
