@@ -299,7 +299,7 @@ public:
       refuse_short_of_nodes(n);
     }
     std::size_t in = 0;
-    detail::holder<T> carry; // an element whose slot was skipped: it goes first in a new round
+    detail::holder<T> carry; // an element whose slot was skipped: it goes in the next slot
     bool first_round = true;
     while (n > 0) {
       word hint = 0;
@@ -613,20 +613,39 @@ private:
     }
   }
 
+  // Voids the round's next slots whose tickets consumers have taken already (below the head),
+  // and returns how many. Consumers that raced past the tail skip such slots (void_slot then
+  // finishes them at once) or wait on them (and pass the void); placing elements there would
+  // only have them skipped and moved again.
+  std::size_t void_passed(walk& round) noexcept {
+    const std::uint64_t h = head_.value.load(std::memory_order_acquire);
+    std::size_t n = 0;
+    for (; round.next < round.end && round.next < h; ++round.next, ++n) {
+      std::uint32_t i = 0;
+      const slot s = round.slot(i);
+      void_slot(i, s);
+    }
+    return n;
+  }
+
   // Fills the slots of one round of tickets in order, the carried element first, then from
   // the range, and returns how many elements the round settled (enqueued, or dropped under
-  // NOEXCEPT_CHECK). A round ends early where a consumer skipped one of its slots: that
-  // element (now in `carry`) and every later one must go after it to keep their order, so the
-  // rest of the round is voided and they go to a new round. If anything throws, the slots not
-  // yet settled are voided and the exception propagates (the elements before are in).
+  // NOEXCEPT_CHECK). Where a consumer skipped one of its slots, that element (now in `carry`)
+  // and every later one must go after it to keep their order: the round's slots that consumers
+  // have taken already (below the head; they skip or pass them) are voided, and the element
+  // goes in the next slot, the later ones after it. An element still in `carry` when the round
+  // ends goes first in a new round. (Voiding the whole rest of the round left slots that only a
+  // consumer can pass: with none running, a small storage had no node for the new round, and
+  // the call never returned.) If anything throws, the slots not yet settled are voided and the
+  // exception propagates (the elements before are in).
   template <typename InputIt>
   std::size_t fill(walk& round, InputIt& first, detail::holder<T>& carry, std::size_t& in) {
     const std::uint64_t start = round.next;
+    std::size_t unfilled = 0; // slots of the round that settled no element: skipped ones
     try {
       while (round.next < round.end) {
         std::uint32_t i = 0;
         const slot s = round.slot(i);
-        const std::uint64_t t = round.next;
         // From the moment a constructor (or place_carried) starts on slot t, the slot is its to
         // settle: it voids the slot when it throws, and voiding a slot twice would count a
         // skipped slot as finished twice (its node would be recycled with an element inside).
@@ -634,11 +653,9 @@ private:
         if (carry.engaged()) {
           ++round.next;
           const carried placed = place_carried(i, s, carry);
-          if (placed == carried::skipped) { // nothing was moved: try again in a new round
-            void_rest(round);
-            return static_cast<std::size_t>(t - start);
-          }
-          if (placed == carried::placed) {
+          if (placed == carried::skipped) { // nothing was moved: the next slot
+            unfilled += 1 + void_passed(round);
+          } else if (placed == carried::placed) {
             ++in;
             waiting_.notify();
           } // else lost (NOEXCEPT_CHECK): the move threw, the element is gone, its slot void
@@ -666,16 +683,17 @@ private:
         }
         // Leaves slot t, even when the move throws. An element lost to a throwing move
         // (NOEXCEPT_CHECK) is settled: the round counts it and the next element goes on.
-        const bool kept = move_out(i, s, carry);
-        void_rest(round);
+        if (move_out(i, s, carry)) {
+          ++unfilled;
+        }
         ++first;
-        return static_cast<std::size_t>(t - start) + (kept ? 0 : 1);
+        unfilled += void_passed(round);
       }
     } catch (...) {
       void_rest(round);
       throw;
     }
-    return static_cast<std::size_t>(round.end - start);
+    return static_cast<std::size_t>(round.end - start) - unfilled;
   }
 
   // The consumer skipped slot s (node i) before its element was published: move the element

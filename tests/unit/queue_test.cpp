@@ -1126,23 +1126,40 @@ struct meeting_traits : async::traits {
   using atomic = meeting_atomic<V>;
 };
 
-// Three elements in, then two consumers that both read the head and tail before either takes
-// tickets, each taking three: the second three (3, 4, 5) lie past the tail, in segment 0 and in
-// segment 1, which that consumer links with the last node. Returns how many elements they got.
-std::size_t race_two_consumers_past_the_tail(queue<int, meeting_traits>& q) {
-  const int three[] = {0, 1, 2};
-  REQUIRE(q.bulk_enqueue(three, 3) == 3);
+// Three nodes of two slots: max_bulk() is 4.
+struct meeting_two_slot_traits : meeting_traits {
+  static constexpr std::size_t SEGMENT_SIZE = 2;
+  static constexpr std::size_t NODE_LEVEL3 = 3;
+};
+
+// `queued` elements in (0, 1, ...), then two consumers that both read the head and tail before
+// either takes tickets, each taking up to `each`: the second consumer's tickets lie past the
+// tail. Returns how many elements they got.
+template <typename Queue>
+std::size_t race_two_consumers(Queue& q, int queued, std::size_t each) {
+  std::vector<int> in;
+  for (int i = 0; i < queued; ++i) {
+    in.push_back(i);
+  }
+  REQUIRE(q.bulk_enqueue(in.begin(), in.size()) == in.size());
   consumers_at_head() = 0;
   std::vector<int> got[2];
   auto consumer = [&](int c) {
     meets_the_other = true;
-    q.bulk_dequeue(std::back_inserter(got[c]), 100);
+    q.bulk_dequeue(std::back_inserter(got[c]), each);
   };
   std::thread a(consumer, 0);
   std::thread b(consumer, 1);
   a.join();
   b.join();
   return got[0].size() + got[1].size();
+}
+
+// Three elements in, then two consumers that each take three tickets: the second three (3, 4,
+// 5) lie past the tail, in segment 0 and in segment 1, which that consumer links with the last
+// node. Returns how many elements they got.
+std::size_t race_two_consumers_past_the_tail(queue<int, meeting_traits>& q) {
+  return race_two_consumers(q, 3, 100);
 }
 
 } // namespace
@@ -1172,6 +1189,29 @@ TEST_CASE("queue: a bulk_enqueue into segments that racing consumers linked is n
   if (in == 4) {
     CHECK(out == std::vector<int>({10, 11, 12, 13}));
   }
+}
+
+// One element in, two consumers taking one ticket each: ticket 0 is consumed, ticket 1 (past
+// the tail) skipped. A bulk_enqueue of 4 takes tickets 1 to 4; its first element finds its slot
+// skipped and must go after it. The call used to void the rest of that round (tickets 2 to 4, in
+// segments 1 and 2) and take tickets 5 to 8 for the four elements: segments 1 to 4, one more
+// than the three nodes, while the void slots held segment 1 until a consumer passed them. With
+// no consumer running it never returned, close() or not (found by an attacking helper). Now the
+// element goes in ticket 2 and the rest after it; only the last needs a ticket of a new round.
+TEST_CASE("queue: a bulk_enqueue behind a slot racing consumers skipped needs no consumer to "
+          "finish",
+          "[queue]") {
+  async_test::scoped_watchdog watchdog(30s, "bulk_enqueue behind a skipped slot");
+  queue<int, meeting_two_slot_traits> q;
+  STATIC_REQUIRE(queue<int, meeting_two_slot_traits>::max_bulk() == 4);
+  REQUIRE(race_two_consumers(q, 1, 1) == 1);
+  CHECK(q.size_approx() == 0);
+  const int four[] = {10, 11, 12, 13};
+  CHECK(q.bulk_enqueue(four, 4) == 4);
+  std::vector<int> out;
+  CHECK(q.bulk_dequeue(std::back_inserter(out), 10) == 4);
+  CHECK(out == std::vector<int>({10, 11, 12, 13}));
+  CHECK(q.nodes_allocated() <= 3);
 }
 
 // The same race, then close(): the slots past the closed end are never finished, so the two
