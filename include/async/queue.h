@@ -522,6 +522,7 @@ private:
   // use; on a closed queue the call goes on to be refused (0). Out of line: rare, and the
   // tail's line is not read where the storage has room.
   ASYNC_NOINLINE void refuse_short_of_nodes(std::uint64_t n) const {
+    // relaxed: a guess, as short_of_nodes() says; the tickets are taken later with (UE1).
     const std::uint64_t t = tail_.value.load(std::memory_order_relaxed) & ~closed_bit;
     if (segments_.short_of_nodes(t, n) && !is_closed()) {
       throw std::length_error("async::queue: bulk_enqueue needs more nodes than the storage "
@@ -618,7 +619,10 @@ private:
   // finishes them at once) or wait on them (and pass the void); placing elements there would
   // only have them skipped and moved again.
   std::size_t void_passed(walk& round) noexcept {
-    const std::uint64_t h = head_.value.load(std::memory_order_acquire);
+    // relaxed: any value read is one the head had, so every ticket below it is a consumer's.
+    // It only chooses which slots to void; void_slot's CAS orders each against that
+    // consumer's skip. A stale head leaves slots to be filled (and perhaps skipped again).
+    const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
     std::size_t n = 0;
     for (; round.next < round.end && round.next < h; ++round.next, ++n) {
       std::uint32_t i = 0;
