@@ -335,8 +335,8 @@ public:
     const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_acq_rel);
     final_ticket_.store(last, std::memory_order_relaxed);
     // (BC2) seq_cst: publishes final_ticket_ (pairs with the acquire loads in
-    // wait_until_closed), and orders this store before the sleeper-bit reads below (pairs with
-    // (TW4): a waiter either sees `closed` or is woken here).
+    // wait_until_closed and size_approx), and orders this store before the sleeper-bit reads
+    // below (pairs with (TW4): a waiter either sees `closed` or is woken here).
     close_state_.store(closed, std::memory_order_seq_cst);
     ASYNC_PERTURB(); // closed, nobody woken yet
     for (std::size_t i = 0; i < capacity_; ++i) {
@@ -357,11 +357,21 @@ public:
   std::size_t size() const noexcept { return capacity_; }
 
   /// The number of elements inside, or about to be (tickets taken on the producer side minus
-  /// those on the consumer side, clamped to [0, capacity]). Exact only when no call is in
-  /// progress. Thread-safe.
+  /// those on the consumer side, clamped to [0, capacity]; after close(), producer tickets
+  /// from the close's last one on were refused and do not count). Exact only when no call is
+  /// in progress. Thread-safe.
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
-    const std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
+    std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
+    // A blocking_enqueue takes its ticket before it looks at the close, and consumers stop at
+    // final_ticket_: without this the refused tickets would count for good.
+    // acquire: pairs with (BC2), so final_ticket_ is the close's.
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) == closed)) {
+      const std::uint64_t last = final_ticket_.load(std::memory_order_relaxed);
+      if (static_cast<std::int64_t>(t - last) > 0) {
+        t = last;
+      }
+    }
     const auto d = static_cast<std::int64_t>(t - h);
     if (d <= 0) {
       return 0;

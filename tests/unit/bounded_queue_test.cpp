@@ -320,6 +320,35 @@ TEST_CASE("close: consumers drain, then every call returns false", "[bounded_que
   q.close(); // idempotent
 }
 
+// A blocking_enqueue on a closed queue takes a ticket before it sees the close (found by an
+// attacking helper: every such call left size_approx() one higher, for good, since consumers
+// stop at the close's last ticket and the head never passed the refused ones).
+TEST_CASE("size_approx counts no ticket that close() refused", "[bounded_queue]") {
+  for (const std::size_t inside : {std::size_t(0), std::size_t(2), std::size_t(8)}) {
+    CAPTURE(inside);
+    bounded_queue<int> q(8);
+    for (std::size_t i = 0; i < inside; ++i) {
+      REQUIRE(q.enqueue(static_cast<int>(i)));
+    }
+    q.close();
+    for (int i = 0; i < 5; ++i) {
+      CHECK_FALSE(q.blocking_enqueue(100 + i));
+      CHECK_FALSE(q.enqueue(200 + i));
+      CHECK_FALSE(q.enqueue_for(300 + i, 1ms));
+    }
+    CHECK(q.size_approx() == inside);
+    int out = -1;
+    for (std::size_t i = 0; i < inside; ++i) {
+      REQUIRE(q.dequeue(out));
+      CHECK(out == static_cast<int>(i));
+      CHECK(q.size_approx() == inside - i - 1);
+    }
+    CHECK_FALSE(q.dequeue(out));
+    CHECK_FALSE(q.blocking_dequeue(out));
+    CHECK(q.size_approx() == 0);
+  }
+}
+
 TEST_CASE("close makes blocked producers return false without consuming", "[bounded_queue]") {
   bounded_queue<std::unique_ptr<int>, no_spin_traits> q(2);
   REQUIRE(q.enqueue(std::unique_ptr<int>(new int(1))));
