@@ -419,11 +419,15 @@ public:
   // ---- observers ------------------------------------------------------------------------------
 
   /// The number of elements, give or take those in flight (the result may be stale before it
-  /// is returned). Thread-safe (wait-free).
+  /// is returned); exact when no call is running. Thread-safe (wait-free).
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.value.load(std::memory_order_acquire);
     const std::uint64_t t = effective_tail();
-    return t > h ? static_cast<std::size_t>(t - h) : 0;
+    // The void slots between the head and the tail hold no element (relaxed: a count, exact
+    // once the calls that changed it have returned to whoever asks).
+    const std::uint64_t v = void_slots_.load(std::memory_order_relaxed);
+    const auto d = static_cast<std::int64_t>(t - h - v);
+    return d > 0 ? static_cast<std::size_t>(d) : 0;
   }
 
   /// Whether the queue looked empty (racy, like size_approx). Thread-safe (wait-free).
@@ -601,9 +605,19 @@ private:
   // void slot holds its segment, and void slots alone can fill a small node storage (every
   // enqueue then refused while the only consumer slept). The ticket's fetch_add (UE1) orders
   // the waiter check after a consumer's registration that did not see the ticket.
+  // The void slot is counted until its consumer passes it (size_approx() leaves it out).
   // Out of line: rare, and an inlined copy at every voiding site would make the compiler stop
   // inlining the waiter check where elements are published.
-  ASYNC_NOINLINE void voided() noexcept { waiting_.notify(); }
+  ASYNC_NOINLINE void voided() noexcept {
+    void_slots_.fetch_add(1, std::memory_order_relaxed);
+    waiting_.notify();
+  }
+
+  // The consumer of a void slot (node i) passes it. Out of line, as voided().
+  ASYNC_NOINLINE void pass_void(std::uint32_t i) noexcept {
+    void_slots_.fetch_sub(1, std::memory_order_relaxed);
+    segments_.finish(i);
+  }
 
   // Voids the slots of the round's tickets that are not settled yet.
   void void_rest(walk& round) noexcept {
@@ -910,7 +924,7 @@ private:
       } while (now == slot_writing);
     }
     if (now == slot_void) {
-      segments_.finish(i);
+      pass_void(i);
       return false;
     }
     return true;
@@ -969,6 +983,9 @@ private:
   detail::event_count<atom, line_size> waiting_;
   // Written once by close(): the number of tickets handed out before it.
   atom<std::uint64_t> closed_at_{no_close};
+  // Written when a producer voids a slot and when its consumer passes it (both rare): the void
+  // slots not yet passed, which size_approx() does not count as elements.
+  atom<std::uint64_t> void_slots_{0};
 };
 
 #if ASYNC_CPLUSPLUS < 17

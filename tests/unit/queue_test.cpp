@@ -247,6 +247,54 @@ TEST_CASE("queue: a throwing constructor without NOEXCEPT_CHECK propagates", "[q
   CHECK(throws_on::alive() == 0);
 }
 
+// Found by an attacking helper: the tickets of void slots (a constructor threw) counted as
+// elements until a consumer passed them, so a queue that held nothing said it was not empty.
+template <typename Traits>
+void check_size_counts_no_void_slot() {
+  throws_on::alive() = 0;
+  {
+    queue<throws_on, Traits> q;
+    const auto enqueue_or_false = [&q](int v) {
+      try {
+        return q.enqueue(v);
+      } catch (const std::runtime_error&) {
+        return false;
+      }
+    };
+    CHECK_FALSE(enqueue_or_false(-1));
+    CHECK_FALSE(enqueue_or_false(-2));
+    CHECK(q.size_approx() == 0);
+    CHECK(q.was_empty());
+    REQUIRE(q.enqueue(1));
+    CHECK(q.size_approx() == 1);
+    const std::vector<int> src{2, -3, 4, -5, 6};
+    std::size_t in = 0;
+    try {
+      in = q.bulk_enqueue(src.begin(), src.size()); // NOEXCEPT_CHECK: 2, 4 and 6 go in
+    } catch (const std::runtime_error&) {
+      in = 1; // otherwise the call stops at -3 (its round's other slots voided), 2 went in
+    }
+    CHECK(q.size_approx() == 1 + in);
+    throws_on out(0);
+    for (std::size_t k = 0; k <= in; ++k) {
+      REQUIRE(q.dequeue(out));
+      CHECK(q.size_approx() == in - k);
+    }
+    CHECK_FALSE(q.dequeue(out));
+    CHECK(q.size_approx() == 0);
+    CHECK(q.was_empty());
+  }
+  CHECK(throws_on::alive() == 0);
+}
+
+TEST_CASE("queue: size_approx and was_empty count no slot that a throwing constructor voided",
+          "[queue]") {
+  check_size_counts_no_void_slot<async::traits>();
+  check_size_counts_no_void_slot<checked_traits>();
+  check_size_counts_no_void_slot<tiny_traits>();
+  check_size_counts_no_void_slot<tiny_checked_traits>();
+}
+
 TEST_CASE("queue: throwing constructors with tiny segments (bulk calls span nodes)", "[queue]") {
   throws_on::alive() = 0;
   {
