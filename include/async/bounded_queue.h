@@ -280,20 +280,21 @@ public:
       forget_crowding(consumers_crowded_, crowded_at, h);
       slot& s = slot_of(h);
       const std::uint64_t full = turn_of(h, state_full);
-      const std::uint64_t hole = turn_of(h, state_hole);
       std::uint64_t v = full;
       if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
         const waited w = await_turn(
             consumers_crowded_, h, s.state,
-            [full, hole](std::uint64_t x) {
-              x &= ~turn::sleeper_bit;
-              return x == full || x == hole;
+            [full](std::uint64_t x) {
+              // full, a hole or a refusal: state_full + 0, 2 or 4 (turn words are even
+              // without the sleeper bit; other turns lie below, or 8 or more above)
+              return (x & ~turn::sleeper_bit) - full <= state_refused - state_full;
             },
             [this, h] { return consumer_ticket_is_dead(h); });
         if (w != waited::ready) {
           if (ticket_after_close(h)) {
             return false; // closed, and nothing was enqueued at or after this ticket
           }
+          passed_unfilled();
           continue; // the producer of h gave up when the queue closed: skip its ticket
         }
         v = s.state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
@@ -302,7 +303,7 @@ public:
         take(s, h, out);
         return true;
       }
-      release_slot(s, h); // a hole left by a throwing constructor: skip it
+      skip_unfilled(s, h, v); // a hole left by a throwing constructor, or a refusal
     }
   }
 
@@ -357,9 +358,11 @@ public:
   std::size_t size() const noexcept { return capacity_; }
 
   /// The number of elements inside, or about to be (tickets taken on the producer side minus
-  /// those on the consumer side, clamped to [0, capacity]; after close(), producer tickets
-  /// from the close's last one on were refused and do not count). Exact only when no call is
-  /// in progress. Thread-safe.
+  /// those on the consumer side, clamped to [0, capacity]). Tickets that hold no element do
+  /// not count: holes left by throwing constructors, tickets producers gave up at close(), and
+  /// after close() the tickets from its last one on. Exact when no call is in progress (but
+  /// for a try or timed enqueue that took its ticket while close() ran and refused it: that
+  /// ticket counts until a consumer passes it). Thread-safe.
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
     std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
@@ -372,7 +375,8 @@ public:
         t = last;
       }
     }
-    const auto d = static_cast<std::int64_t>(t - h);
+    // relaxed: a count, exact once the calls that changed it have returned to whoever asks.
+    const auto d = static_cast<std::int64_t>(t - h - unfilled_.load(std::memory_order_relaxed));
     if (d <= 0) {
       return 0;
     }
@@ -385,11 +389,14 @@ private:
   //   8t + state_free   free: the producer holding t may construct
   //   8t + state_full   the element of t is published: its consumer may take it
   //   8t + state_hole   the producer of t failed to construct: its consumer skips the slot
+  //   8t + state_refused  the producer of t refused it while close() ran: skipped as a hole,
+  //                       but not counted in unfilled_ (t may lie past the close's last ticket)
   // and the consumer of t hands the slot on by storing 8(t + capacity) + state_free.
   // Computed modulo 2^64, so the encoding wraps with the 64-bit tickets.
   static constexpr std::uint64_t state_free = 0;
   static constexpr std::uint64_t state_full = 2;
   static constexpr std::uint64_t state_hole = 4;
+  static constexpr std::uint64_t state_refused = 6;
   static constexpr std::uint64_t state_mask = 6;
 
   static constexpr std::uint32_t open = 0;
@@ -563,7 +570,7 @@ private:
             // ticket is not known yet. A try call does not wait for the closer: the ticket is
             // refused with a hole, which its consumer skips if t came before the close.
             ASYNC_PERTURB(); // ticket taken while closing, its hole not yet published
-            turn::publish(s->state, turn_of(t, state_hole));
+            turn::publish(s->state, turn_of(t, state_refused));
             return claim::closed;
           }
           if (ASYNC_UNLIKELY(state == closed) && ticket_after_close(t)) {
@@ -589,12 +596,15 @@ private:
       // (BD2) acquire: pairs with the producer's publish (TW2).
       seen = s->state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
       const std::uint64_t full = turn_of(h, state_full);
-      if (seen == full || seen == turn_of(h, state_hole)) {
+      if (seen == full || seen == turn_of(h, state_hole) || seen == turn_of(h, state_refused)) {
         ASYNC_PERTURB();
         if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
                                               std::memory_order_relaxed)) {
           if (seen == full) {
             return claim::claimed;
+          }
+          if (seen == turn_of(h, state_hole)) {
+            passed_unfilled();
           }
           release_slot(*s, h);
           ++h;
@@ -611,6 +621,7 @@ private:
           }
           if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
                                                 std::memory_order_relaxed)) {
+            passed_unfilled(); // a ticket its producer gave up
             ++h;
           }
           continue;
@@ -626,13 +637,31 @@ private:
   template <typename... Args>
   bool construct_and_publish(slot& s, std::uint64_t t, Args&&... args) {
     if (!s.template emplace<noexcept_check>(
-            [&s, t] { turn::publish(s.state, turn_of(t, state_hole)); },
+            [this, &s, t] {
+              unfilled_.fetch_add(1, std::memory_order_relaxed); // before its consumer sees it
+              turn::publish(s.state, turn_of(t, state_hole));
+            },
             std::forward<Args>(args)...)) {
       return false;
     }
     ASYNC_PERTURB(); // constructed, not yet published
     turn::publish(s.state, turn_of(t, state_full));
     return true;
+  }
+
+  // A consumer passes a ticket that holds no element (a hole, or a ticket its producer gave up
+  // at close()). Out of line: rare.
+  ASYNC_NOINLINE void passed_unfilled() noexcept {
+    unfilled_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // The consumer of ticket h passes its slot, whose turn word reads v: a hole (counted in
+  // unfilled_) or a refusal (not counted). Out of line: rare.
+  ASYNC_NOINLINE void skip_unfilled(slot& s, std::uint64_t h, std::uint64_t v) noexcept {
+    if (v == turn_of(h, state_hole)) {
+      passed_unfilled();
+    }
+    release_slot(s, h);
   }
 
   // The element is gone: the slot belongs to the producer of h + capacity (its (BE1) or its
@@ -702,6 +731,7 @@ private:
     // later tickets are refused, not abandoned), so that 0, the value from construction,
     // means "nobody gave up here" and close() has nothing to write per slot.
     const std::uint64_t d = last - t;
+    unfilled_.fetch_add(1, std::memory_order_relaxed); // before its consumer can pass it
     atom<std::uint64_t>& from = abandoned_[logical_index(t)];
     std::uint64_t cur = from.load(std::memory_order_relaxed);
     // (BA1) seq_cst: ordered before the sleeper-bit read in turn::wake; pairs with (TW4).
@@ -728,6 +758,10 @@ private:
   // Written when a side gets crowded or stops being so (rarely); read by every blocking call.
   atom<std::uint64_t> producers_crowded_{0};
   atom<std::uint64_t> consumers_crowded_{0};
+  // Written when a producer leaves a hole or gives its ticket up at close(), and when the
+  // consumer of that ticket passes it (both rare): tickets before the last that hold no
+  // element, which size_approx() does not count.
+  atom<std::uint64_t> unfilled_{0};
 
   // Written by consumers (fetch_add or CAS): the next ticket to consume.
   detail::padded<atom<std::uint64_t>, line_size> head_;

@@ -266,10 +266,12 @@ TEST_CASE("a throwing constructor leaves a hole that consumers skip", "[bounded_
     CHECK(q.blocking_enqueue(2));
     CHECK_FALSE(q.blocking_enqueue(-2));
     CHECK(q.enqueue(3));
+    CHECK(q.size_approx() == 3); // holes are no elements (found by an attacking helper)
     throws_on out(0);
     std::vector<int> got;
     while (q.dequeue(out)) {
       got.push_back(out.value);
+      CHECK(q.size_approx() == 3 - got.size());
     }
     CHECK(got == std::vector<int>{1, 2, 3});
     // The holes' slots were handed on: the whole capacity is usable again.
@@ -284,11 +286,14 @@ TEST_CASE("a throwing constructor leaves a hole that consumers skip", "[bounded_
     CHECK_THROWS_AS(q.enqueue(-1), std::runtime_error);
     CHECK_THROWS_AS(q.blocking_enqueue(-1), std::runtime_error);
     CHECK(q.blocking_enqueue(2));
+    CHECK(q.size_approx() == 2);
     throws_on out(0);
     CHECK(q.blocking_dequeue(out)); // skips nothing but holes
     CHECK(out.value == 1);
+    CHECK(q.size_approx() == 1);
     CHECK(q.blocking_dequeue(out));
     CHECK(out.value == 2);
+    CHECK(q.size_approx() == 0);
     CHECK_FALSE(q.dequeue(out));
   }
   CHECK(throws_on::alive() == 0);
@@ -375,13 +380,19 @@ TEST_CASE("close makes blocked producers return false without consuming", "[boun
   }
   CHECK(returned_false == blocked);
   CHECK(kept_argument == blocked);
+  // The tickets the producers gave up hold nothing (found by an attacking helper: they
+  // counted until a consumer passed them).
+  CHECK(q.size_approx() == 2);
   // What went in before close() is still delivered, then the end is reported.
   std::unique_ptr<int> out;
   REQUIRE(q.blocking_dequeue(out));
   CHECK(*out == 1);
+  CHECK(q.size_approx() == 1);
   REQUIRE(q.blocking_dequeue(out));
   CHECK(*out == 2);
+  CHECK(q.size_approx() == 0);
   CHECK_FALSE(q.blocking_dequeue(out));
+  CHECK(q.size_approx() == 0);
   CHECK_FALSE(q.dequeue(out));
 }
 
