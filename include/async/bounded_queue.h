@@ -568,8 +568,9 @@ private:
           if (ASYNC_UNLIKELY(state == closing)) {
             // close() is under way in another thread, and whether t came before its last
             // ticket is not known yet. A try call does not wait for the closer: the ticket is
-            // refused with a hole, which its consumer skips if t came before the close.
-            ASYNC_PERTURB(); // ticket taken while closing, its hole not yet published
+            // refused (state_refused), which its consumer skips as a hole if t came before the
+            // close.
+            ASYNC_PERTURB(); // ticket taken while closing, its refusal not yet published
             turn::publish(s->state, turn_of(t, state_refused));
             return claim::closed;
           }
@@ -603,10 +604,7 @@ private:
           if (seen == full) {
             return claim::claimed;
           }
-          if (seen == turn_of(h, state_hole)) {
-            passed_unfilled();
-          }
-          release_slot(*s, h);
+          skip_unfilled(*s, h, seen);
           ++h;
         }
         continue;

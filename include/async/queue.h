@@ -606,6 +606,8 @@ private:
   // enqueue then refused while the only consumer slept). The ticket's fetch_add (UE1) orders
   // the waiter check after a consumer's registration that did not see the ticket.
   // The void slot is counted until its consumer passes it (size_approx() leaves it out).
+  // Counted after the CAS that voids it: a consumer that passes it first makes the count wrap
+  // below zero for a moment, which size_approx() reads as one element more (a call is running).
   // Out of line: rare, and an inlined copy at every voiding site would make the compiler stop
   // inlining the waiter check where elements are published.
   ASYNC_NOINLINE void voided() noexcept {
