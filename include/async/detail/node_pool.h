@@ -48,7 +48,7 @@ public:
   node_pool(const node_pool&) = delete;
   node_pool& operator=(const node_pool&) = delete;
 
-  Node& operator[](std::uint32_t i) const noexcept { return storage_[i]; }
+  ASYNC_HOT_INLINE Node& operator[](std::uint32_t i) const noexcept { return storage_[i]; }
 
   /// A node nobody else uses: the top of the free list, or a fresh one. Throws
   /// std::length_error when the storage is full, std::bad_alloc when memory runs out.

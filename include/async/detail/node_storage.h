@@ -85,7 +85,7 @@ public:
   }
 
   /// The node at index i, which allocate() returned. Thread-safe (wait-free).
-  Node& operator[](std::uint32_t i) const noexcept {
+  ASYNC_HOT_INLINE Node& operator[](std::uint32_t i) const noexcept {
     // acquire: pairs with the release CASes that published the blocks (see leaf_for).
     std::atomic<Node*>* middle = top_[i / (L2 * L3)].load(std::memory_order_acquire);
     Node* leaf = middle[(i / L3) % L2].load(std::memory_order_acquire);

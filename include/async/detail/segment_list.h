@@ -208,7 +208,18 @@ public:
   /// other side of its slot depends on it), so when the segment cannot be created because
   /// memory or the storage is exhausted, this waits for another thread to create it or for
   /// memory. Lock-free otherwise.
-  std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
+  ASYNC_HOT_INLINE std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
+    const std::uint32_t i = link::index(seen);
+    // (SL1) acquire, as in locate(): the hint's node is segment s (the usual case).
+    if (ASYNC_LIKELY(pool_[i].id.load(std::memory_order_acquire) == s)) {
+      return i;
+    }
+    return find_elsewhere(which, seen, s);
+  }
+
+  /// find() once the hint's node is not segment s: out of line, so that the check above is all
+  /// that the callers' loops carry.
+  ASYNC_NOINLINE std::uint32_t find_elsewhere(side which, word seen, std::uint64_t s) noexcept {
     for (;;) {
       try {
         return locate(which, seen, s);
@@ -222,7 +233,17 @@ public:
   /// past the closed end (abandon_from()), where no producer will ever use the slot. A
   /// function of its own: a test inside find() changed what the compiler inlined into the
   /// producers' loops (their single-call 1p1c fell to about half in alternating rounds).
-  std::uint32_t find_consumer(word seen, std::uint64_t s) noexcept {
+  ASYNC_HOT_INLINE std::uint32_t find_consumer(word seen, std::uint64_t s) noexcept {
+    const std::uint32_t i = link::index(seen);
+    // (SL1) acquire, as in locate().
+    if (ASYNC_LIKELY(pool_[i].id.load(std::memory_order_acquire) == s)) {
+      return i;
+    }
+    return find_consumer_elsewhere(seen, s);
+  }
+
+  /// find_consumer() once the hint's node is not segment s (out of line, as find_elsewhere()).
+  ASYNC_NOINLINE std::uint32_t find_consumer_elsewhere(word seen, std::uint64_t s) noexcept {
     for (;;) {
       try {
         return locate(consumers, seen, s);
@@ -250,19 +271,20 @@ public:
   /// The node of segment s, the successor of segment s - 1 in node i (a thread walking
   /// consecutive tickets).
   std::uint32_t find_after(side which, std::uint32_t i, std::uint64_t s) noexcept {
-    return find(which, link::make(i, tag_of(s - 1)), s);
+    // Node i is segment s - 1, so find()'s first check would fail: straight to the walk.
+    return find_elsewhere(which, link::make(i, tag_of(s - 1)), s);
   }
 
   /// find_after() for a consumer: find_consumer() (may return no_node).
   std::uint32_t find_after_consumer(std::uint32_t i, std::uint64_t s) noexcept {
-    return find_consumer(link::make(i, tag_of(s - 1)), s);
+    return find_consumer_elsewhere(link::make(i, tag_of(s - 1)), s);
   }
 
   /// The slot of ticket t in node i (which is t's segment). Ticket k of a segment is in the
   /// group of rank k % G (G: the groups of a node), at position k / G within it; consecutive
   /// ranks are one line apart (slot_group_shape::at), so consecutive tickets are too. With
   /// SideBySide, ticket k is at position k % N of group k / N (N: the slots of a group).
-  slot_ref slot(std::uint32_t i, std::uint64_t t) const noexcept {
+  ASYNC_HOT_INLINE slot_ref slot(std::uint32_t i, std::uint64_t t) const noexcept {
     const std::size_t k = static_cast<std::size_t>(t % segment_size);
     if (SideBySide) {
       group& g = pool_[i].groups[k / shape::value.count];
@@ -279,7 +301,7 @@ public:
 
   /// `slots` slots of node i are done with: the last party of each (producer or consumer) has
   /// left it. The node is recycled once all of its slots are, in segment order.
-  void finish(std::uint32_t i, std::uint32_t slots = 1) noexcept {
+  ASYNC_HOT_INLINE void finish(std::uint32_t i, std::uint32_t slots = 1) noexcept {
     ASYNC_PERTURB(); // the slot is left, not yet counted
     // (SF1) seq_cst (acq_rel for the counting: the last finisher sees everything done in the
     // node's slots); seq_cst orders it before the anchor and link loads in try_recycle,
@@ -620,7 +642,7 @@ private:
 
   // Recycles finished segments at the anchor, in order, while each has a successor. Safe to
   // call from any thread at any time: one thread wins the right to recycle each segment.
-  void try_recycle() noexcept {
+  ASYNC_NOINLINE void try_recycle() noexcept {
     for (;;) {
       const word a = anchor_.value.load(std::memory_order_seq_cst);
       const std::uint32_t i = link::index(a);
