@@ -129,16 +129,23 @@ struct wait_policy {
 };
 
 /// Takes `m` (a std::mutex or any Lockable), trying first for a short while without sleeping:
-/// `tries` attempts with a pause between them, then m.lock(). For locks held a few dozen
-/// instructions at a time by threads that are running: a std::mutex found taken puts its caller
-/// to sleep in the kernel at once, and its holder then pays a wake-up syscall when it unlocks.
+/// `tries` attempts, then m.lock(). For locks held a few dozen instructions at a time by threads
+/// that are running: a std::mutex found taken puts its caller to sleep in the kernel at once,
+/// and its holder then pays a wake-up syscall when it unlocks. Between attempts it pauses 1, 2,
+/// then 4 times: every failed try_lock is a locked write that takes the lock's line away from
+/// its holder, who needs it back to unlock (64 attempts one pause apart spent a quarter of the
+/// deep-window execute() samples in pthread_mutex_trylock; see docs/benchmarks.md).
 template <typename Lockable>
-void lock_spinning_briefly(Lockable& m, unsigned tries = 64) {
+void lock_spinning_briefly(Lockable& m, unsigned tries = 32) {
+  unsigned pauses = 1;
   for (unsigned i = 0; i < tries; ++i) {
     if (m.try_lock()) {
       return;
     }
-    cpu_pause();
+    for (unsigned k = 0; k < pauses; ++k) {
+      cpu_pause();
+    }
+    pauses = pauses < 4 ? 2 * pauses : pauses;
   }
   m.lock();
 }
