@@ -209,10 +209,9 @@ public:
   /// memory or the storage is exhausted, this waits for another thread to create it or for
   /// memory. Lock-free otherwise.
   ASYNC_HOT_INLINE std::uint32_t find(side which, word seen, std::uint64_t s) noexcept {
-    const std::uint32_t i = link::index(seen);
-    // (SL1) acquire, as in locate(): the hint's node is segment s (the usual case).
-    if (ASYNC_LIKELY(pool_[i].id.load(std::memory_order_acquire) == s)) {
-      return i;
+    // The hint's node is segment s (the usual case): holds() is locate()'s first check, (SL1).
+    if (ASYNC_LIKELY(holds(link::index(seen), s))) {
+      return link::index(seen);
     }
     return find_elsewhere(which, seen, s);
   }
@@ -234,10 +233,8 @@ public:
   /// function of its own: a test inside find() changed what the compiler inlined into the
   /// producers' loops (their single-call 1p1c fell to about half in alternating rounds).
   ASYNC_HOT_INLINE std::uint32_t find_consumer(word seen, std::uint64_t s) noexcept {
-    const std::uint32_t i = link::index(seen);
-    // (SL1) acquire, as in locate().
-    if (ASYNC_LIKELY(pool_[i].id.load(std::memory_order_acquire) == s)) {
-      return i;
+    if (ASYNC_LIKELY(holds(link::index(seen), s))) { // as in find()
+      return link::index(seen);
     }
     return find_consumer_elsewhere(seen, s);
   }
@@ -295,7 +292,8 @@ public:
   }
 
   /// Whether node i is segment s right now (a guess: it may change before the caller acts).
-  bool holds(std::uint32_t i, std::uint64_t s) const noexcept {
+  ASYNC_HOT_INLINE bool holds(std::uint32_t i, std::uint64_t s) const noexcept {
+    // (SL1) acquire: pairs with (SL2), the release that made the node segment s.
     return pool_[i].id.load(std::memory_order_acquire) == s;
   }
 
