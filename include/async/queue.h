@@ -65,9 +65,13 @@ struct traits {
   /// The three levels of the node storage: a node index i lives in leaf block
   /// [i / (L2 * L3)][(i / L3) % L2] at position i % L3. The top level (L1 pointers) is part of
   /// the queue object, a middle block (L2 pointers) is allocated when the first of its nodes is,
-  /// a leaf block holds L3 nodes. The queue holds at most L1 x L2 x L3 nodes, that is
-  /// L1 x L2 x L3 x SEGMENT_SIZE elements at a time (defaults: 2^21 nodes, 2^29 elements);
-  /// beyond that enqueue throws std::length_error. L1 x L2 x L3 must be below 2^INDEX_BITS.
+  /// a leaf block holds L3 nodes. The queue holds at most L1 x L2 x L3 nodes (defaults: 2^21),
+  /// each the slots of one segment of SEGMENT_SIZE tickets, and enqueue throws
+  /// std::length_error once every node is in use, before it takes a ticket: the newest node's
+  /// slots after the first are not counted on, nor those of the tail's node before the tail.
+  /// So with N nodes and S = SEGMENT_SIZE, between (N - 2) x S + 2 and (N - 1) x S + 1 elements
+  /// fit, by where the tail lies in its segment (defaults: about 2^29). L1 x L2 x L3 must be
+  /// below 2^INDEX_BITS.
   static constexpr std::size_t NODE_LEVEL1 = 512;
   static constexpr std::size_t NODE_LEVEL2 = 1024;
   static constexpr std::size_t NODE_LEVEL3 = 4;
@@ -126,7 +130,8 @@ struct traits {
 ///     to pass); where the node storage has no room left for their segments, such a consumer
 ///     waits inside its call until producers come for those tickets, or until close(): a
 ///     ticket past the closed end is given up (reachable with a node storage of a few nodes
-///     and consumers polling an empty queue, not with the default storage).
+///     and consumers polling an empty queue, not with the default storage). A bulk_dequeue
+///     that waits so holds the elements it has already taken until it returns.
 ///   - close() makes every later enqueue return false; consumers drain what went in before.
 ///
 /// Memory: per element, its slot (sizeof(T) plus a one-byte state: slots come in groups of up to

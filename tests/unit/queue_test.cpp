@@ -519,7 +519,8 @@ struct small_storage_traits : async::traits {
   static constexpr std::size_t NODE_LEVEL3 = Nodes;
 };
 
-// Two nodes: the storage runs out after eight elements.
+// Two nodes: the storage runs out after five elements (from a tail at a segment's start;
+// traits::NODE_LEVEL1).
 using two_node_traits = small_storage_traits<2>;
 
 } // namespace
@@ -569,6 +570,37 @@ TEST_CASE("queue: a full node storage throws length_error and loses nothing", "[
     REQUIRE(out == i);
   }
   CHECK(q.nodes_allocated() <= 2);
+}
+
+TEST_CASE("queue: the storage holds what traits::NODE_LEVEL1 says, by the tail's place",
+          "[queue]") {
+  // N = 3 nodes of S = 4 slots: (N - 1) x S + 1 elements fit from a tail at the start of a
+  // segment, one fewer for each slot of the tail's segment before the tail, down to
+  // (N - 2) x S + 2; then enqueue throws length_error with nothing taken.
+  for (int offset = 0; offset < 8; ++offset) {
+    queue<int, small_storage_traits<3>> q;
+    int out = -1;
+    for (int i = 0; i < offset; ++i) {
+      REQUIRE(q.enqueue(-1));
+      REQUIRE(q.dequeue(out));
+    }
+    int in = 0;
+    try {
+      for (;;) {
+        q.enqueue(in);
+        ++in;
+        REQUIRE(in <= 12);
+      }
+    } catch (const std::length_error&) {
+    }
+    CHECK(in == 2 * 4 + 1 - offset % 4);
+    CHECK(q.size_approx() == static_cast<std::size_t>(in));
+    for (int i = 0; i < in; ++i) {
+      REQUIRE(q.dequeue(out));
+      REQUIRE(out == i);
+    }
+    CHECK_FALSE(q.dequeue(out));
+  }
 }
 
 TEST_CASE("queue: bulk_enqueue beyond what the storage can hold throws instead of hanging",
