@@ -47,6 +47,10 @@ struct bounded_traits {
   /// element between two running threads without a syscall, short enough that a waiter on an
   /// idle queue costs almost no CPU. 0 parks at once.
   static constexpr unsigned SPIN_BUDGET = 256;
+
+  /// The ticket type, as the original library named it here. Tickets and turns are 64-bit
+  /// whatever a traits struct says: one that names another type is a compile error.
+  using sequence_type = std::uint64_t;
 };
 
 /// A bounded multi-producer multi-consumer FIFO queue: a ring of slots, each with a turn word,
@@ -83,9 +87,11 @@ struct bounded_traits {
 ///     its slot.
 ///   - close() makes the queue refuse new elements while consumers drain the rest.
 ///
-/// Memory: capacity x (8 + sizeof(T), rounded up to alignof(T)) bytes for the ring (a
-/// capacity that is not a multiple of 16 lines' worth of slots is padded by less than that),
-/// plus 8 bytes per slot used only by close(), plus ~4 cache lines for the counters.
+/// Memory: capacity x (8 + sizeof(T), rounded up to a multiple of 8 and of alignof(T)) bytes
+/// for the ring, a slot being its 64-bit turn word and the element (16 bytes for a char, an
+/// int or a pointer; a capacity that is not a multiple of 16 lines' worth of slots is padded
+/// by less than that), plus 8 bytes per slot used only by close(), plus ~4 cache lines for the
+/// counters.
 ///
 /// When not to use: for an unbounded queue use async::queue; for one producer and one consumer
 /// a single-producer single-consumer ring is cheaper (no fetch_add on shared counters).
@@ -320,7 +326,8 @@ public:
   /// Closes the queue: every enqueue call that has not yet found room, blocked or future,
   /// returns false without consuming its arguments; consumers keep receiving the elements that
   /// went in before, then their blocking and timed calls return false. Idempotent.
-  /// Thread-safe (lock-free, wakes every parked thread).
+  /// Thread-safe; wakes every parked thread. A close() that races another waits for that
+  /// one's few steps (it returns once the queue is closed), so it is not lock-free.
   void close() noexcept {
     std::uint32_t expected = open;
     if (!close_state_.compare_exchange_strong(expected, closing, std::memory_order_seq_cst)) {

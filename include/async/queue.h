@@ -71,7 +71,7 @@ struct traits {
   /// slots after the first are not counted on, nor those of the tail's node before the tail.
   /// So with N nodes and S = SEGMENT_SIZE, between (N - 2) x S + 2 and (N - 1) x S + 1 elements
   /// fit, by where the tail lies in its segment (defaults: about 2^29). L1 x L2 x L3 must be
-  /// below 2^INDEX_BITS.
+  /// below 2^INDEX_BITS - 1 (the all-ones index means "no node").
   static constexpr std::size_t NODE_LEVEL1 = 512;
   static constexpr std::size_t NODE_LEVEL2 = 1024;
   static constexpr std::size_t NODE_LEVEL3 = 4;
@@ -454,10 +454,11 @@ public:
   /// SEGMENT_SIZE elements, where the original's held one, so the count is smaller.
   std::uint64_t getNodeCount() const noexcept { return segments_.nodes_allocated(); }
 
-  /// The largest n that bulk_enqueue accepts: n tickets may start anywhere in a segment and so
-  /// span n / SEGMENT_SIZE + 2 nodes, all of which must exist at once. That is on an empty
-  /// queue: the nodes of queued elements count too, so with elements queued bulk_enqueue may
-  /// refuse a smaller n (std::length_error) until consumers free nodes.
+  /// The largest n that bulk_enqueue accepts, (L1 x L2 x L3 - 1) x SEGMENT_SIZE: n tickets may
+  /// start anywhere in a segment and so span up to (n - 1) / SEGMENT_SIZE + 2 segments, whose
+  /// nodes must all exist at once. That is on an empty queue: the nodes of queued elements
+  /// count too, so with elements queued bulk_enqueue may refuse a smaller n
+  /// (std::length_error) until consumers free nodes.
   static constexpr std::size_t max_bulk() noexcept {
     return static_cast<std::size_t>(std::min<std::uint64_t>(
         (list::capacity - 1) * segment_size, std::numeric_limits<std::size_t>::max()));

@@ -88,7 +88,8 @@ namespace async {
 /// did start. When memory runs out, post and execute throw std::bad_alloc with nothing queued
 /// or counted, and cancel_pending throws it having cancelled nothing.
 ///
-/// Memory: one heap block per post for the future's shared state; the task itself lives in an
+/// Memory: two heap blocks per post for the future (with libstdc++: the packaged task's shared
+/// state, and the result object it makes ready); the task itself lives in an
 /// inline buffer of detail::task::inline_size bytes, unless the callable and its arguments are
 /// larger, or destroying a moved-from copy of them could run code of the user's: then one more
 /// allocation. That is the case for a lambda with any capture that has a destructor of its own

@@ -161,6 +161,7 @@ TEST_CASE("M4 cacheline_size, seq_t and sequence_type keep their names") {
   const std::size_t& line = async::queue<int>::cacheline_size; // odr-use: needs a definition
   CHECK(line >= 16);
   CHECK(std::is_same<async::bounded_queue<int>::seq_t, std::uint64_t>::value);
+  CHECK(std::is_same<async::bounded_traits::sequence_type, std::uint64_t>::value);
   async::bounded_queue<int, sixty_four_bit_tickets> b(2);
   CHECK(b.enqueue(1));
 }
