@@ -315,8 +315,11 @@ public:
   /// one task that each running task may have waiting in its worker's "next" slot (its first
   /// post, which runs right after it on the same thread), nor the functions that an
   /// asio_context (async/asio.h) queued: Asio expects each of them to run (a strand would stay
-  /// locked for good). Throws std::bad_alloc, having cancelled nothing, when memory runs out.
-  /// Thread-safe.
+  /// locked for good). Throws std::bad_alloc, having cancelled nothing, when memory runs out
+  /// before the tasks are taken. After that, each discarded post() breaks its promise, and
+  /// the standard library allocates that future_error (its message) inside the promise's
+  /// destructor, where a failed allocation ends the program (std::terminate), as it does for
+  /// any std::packaged_task destroyed unrun. Thread-safe.
   std::size_t cancel_pending() {
     std::vector<detail::task> dropped;
     {

@@ -12,6 +12,8 @@
 
 #include "config.h"
 
+#include "cache.h"
+
 #include "slot.h"
 #include "traits.h"
 
@@ -275,13 +277,45 @@ private:
     static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
   };
 
+  // Aligned beyond what operator new guarantees: such a callable is allocated with
+  // aligned_allocate in every standard, because before C++17 a new-expression ignores the
+  // alignment (std::async's own copy lands misaligned there).
+  template <typename D>
+  using over_aligned = std::integral_constant<bool, (alignof(D) > alignof(std::max_align_t))>;
+
+  template <typename D, typename F>
+  static D* make_on_heap(F&& f, std::false_type /*over-aligned*/) {
+    return new D(std::forward<F>(f));
+  }
+  template <typename D, typename F>
+  static D* make_on_heap(F&& f, std::true_type /*over-aligned*/) {
+    void* memory = aligned_allocate(sizeof(D), alignof(D));
+    try {
+      return ::new (memory) D(std::forward<F>(f));
+    } catch (...) {
+      aligned_free(memory);
+      throw;
+    }
+  }
+  template <typename D>
+  static void free_on_heap(D* p, std::false_type /*over-aligned*/) noexcept {
+    delete p;
+  }
+  template <typename D>
+  static void free_on_heap(D* p, std::true_type /*over-aligned*/) noexcept {
+    p->~D();
+    aligned_free(p);
+  }
+
   template <typename D>
   struct heap_ops {
     static void call(storage_t* s) { (*heap_object<D>(s))(); }
     static void move(storage_t* to, storage_t* from) noexcept {
       ::new (static_cast<void*>(to)) D*(heap_object<D>(from));
     }
-    static void destroy(storage_t* s) noexcept { delete heap_object<D>(s); }
+    static void destroy(storage_t* s) noexcept {
+      free_on_heap(heap_object<D>(s), over_aligned<D>());
+    }
     static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
   };
 
@@ -293,7 +327,7 @@ private:
 
   template <typename D, typename F>
   void emplace(F&& f, std::false_type /*heap*/) {
-    D* p = new D(std::forward<F>(f));
+    D* p = make_on_heap<D>(std::forward<F>(f), over_aligned<D>());
     ::new (static_cast<void*>(&storage_)) D*(p);
     ops_ = &heap_ops<D>::table;
   }
