@@ -86,7 +86,8 @@ namespace async {
 /// Failures: when a thread cannot start, the constructor throws std::system_error having joined
 /// the threads it started, and configurepool throws it with size() counting the workers that
 /// did start. When memory runs out, post and execute throw std::bad_alloc with nothing queued
-/// or counted, and cancel_pending throws it having cancelled nothing.
+/// or counted, and cancel_pending throws it having cancelled nothing (if memory runs out
+/// before it takes the tasks; see there).
 ///
 /// Memory: two heap blocks per post for the future (with libstdc++: the packaged task's shared
 /// state, and the result object it makes ready); the task itself lives in an

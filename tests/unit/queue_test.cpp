@@ -519,6 +519,33 @@ struct small_storage_traits : async::traits {
   static constexpr std::size_t NODE_LEVEL3 = Nodes;
 };
 
+// Enqueues 0, 1, 2, ... until enqueue throws length_error (the storage is full), and returns
+// how many went in; more than `limit` fails the test.
+template <typename Q>
+int enqueue_until_full(Q& q, int limit) {
+  int in = 0;
+  try {
+    for (;;) {
+      q.enqueue(in);
+      ++in;
+      REQUIRE(in <= limit);
+    }
+  } catch (const std::length_error&) {
+  }
+  return in;
+}
+
+// Dequeues 0 .. n - 1 in order, then finds the queue empty.
+template <typename Q>
+void require_drained_in_order(Q& q, int n) {
+  int out = -1;
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(q.dequeue(out));
+    REQUIRE(out == i);
+  }
+  CHECK_FALSE(q.dequeue(out));
+}
+
 // Two nodes: the storage runs out after five elements (from a tail at a segment's start;
 // traits::NODE_LEVEL1).
 using two_node_traits = small_storage_traits<2>;
@@ -547,22 +574,10 @@ TEST_CASE("queue: bulk_dequeue whose output throws leaves the queue whole", "[qu
 
 TEST_CASE("queue: a full node storage throws length_error and loses nothing", "[queue]") {
   queue<int, two_node_traits> q;
-  int in = 0;
-  try {
-    for (;;) {
-      q.enqueue(in);
-      ++in;
-      REQUIRE(in <= 8);
-    }
-  } catch (const std::length_error&) {
-  }
+  const int in = enqueue_until_full(q, 8);
   CHECK(in >= 4);
+  require_drained_in_order(q, in);
   int out = -1;
-  for (int i = 0; i < in; ++i) {
-    REQUIRE(q.dequeue(out));
-    REQUIRE(out == i);
-  }
-  CHECK_FALSE(q.dequeue(out));
   // The nodes came back: the queue keeps working within its two nodes.
   for (int i = 0; i < 1000; ++i) {
     REQUIRE(q.enqueue(i));
@@ -584,22 +599,10 @@ TEST_CASE("queue: the storage holds what traits::NODE_LEVEL1 says, by the tail's
       REQUIRE(q.enqueue(-1));
       REQUIRE(q.dequeue(out));
     }
-    int in = 0;
-    try {
-      for (;;) {
-        q.enqueue(in);
-        ++in;
-        REQUIRE(in <= 12);
-      }
-    } catch (const std::length_error&) {
-    }
+    const int in = enqueue_until_full(q, 12);
     CHECK(in == 2 * 4 + 1 - offset % 4);
     CHECK(q.size_approx() == static_cast<std::size_t>(in));
-    for (int i = 0; i < in; ++i) {
-      REQUIRE(q.dequeue(out));
-      REQUIRE(out == i);
-    }
-    CHECK_FALSE(q.dequeue(out));
+    require_drained_in_order(q, in);
   }
 }
 

@@ -1530,6 +1530,24 @@ struct alignas(64) wide_argument {
   int value = 5;
 };
 
+// An over-aligned callable whose move throws while armed, counting its lives: post() and
+// execute() copy it (that works), then move the copy into the task's aligned heap block.
+struct alignas(64) wide_throwing_move {
+  static std::atomic<int> alive;
+  bool armed = false;
+  wide_throwing_move() { ++alive; }
+  wide_throwing_move(const wide_throwing_move& other) : armed(other.armed) { ++alive; }
+  wide_throwing_move(wide_throwing_move&& other) : armed(other.armed) {
+    if (armed) {
+      throw std::runtime_error("move");
+    }
+    ++alive;
+  }
+  ~wide_throwing_move() { --alive; }
+  int operator()() const { return 1; }
+};
+std::atomic<int> wide_throwing_move::alive{0};
+
 } // namespace
 
 TEST_CASE("callables and arguments aligned beyond operator new's guarantee are placed aligned",
@@ -1556,4 +1574,17 @@ TEST_CASE("callables and arguments aligned beyond operator new's guarantee are p
   pool.wait_idle();
   CHECK(sum == 200 * (7 + 5));
   CHECK(misplaced.load() == 0);
+
+  // Its construction on the aligned heap throws: post and execute throw, nothing is queued,
+  // and every copy made is destroyed (ASan: the aligned block is freed).
+  {
+    wide_throwing_move f;
+    f.armed = true;
+    CHECK_THROWS_AS(pool.post(f), std::runtime_error);
+    CHECK_THROWS_AS(pool.execute(f), std::runtime_error);
+    f.armed = false;
+    CHECK(pool.post(f).get() == 1);
+  }
+  pool.wait_idle();
+  CHECK(wide_throwing_move::alive.load() == 0);
 }
