@@ -42,6 +42,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <type_traits>
@@ -68,12 +69,18 @@ public:
   asio_context(const asio_context&) = delete;
   asio_context& operator=(const asio_context&) = delete;
 
-  /// Waits as join() does, then shuts the context's services down (the strands' included). Not
-  /// from a function submitted through this context (std::terminate: it would wait for
-  /// itself); with the pool paused at size 0 it waits until the pool is resized. Not
-  /// thread-safe (destruction).
+  /// Waits as join() does, then shuts the context's services down (the strands' included);
+  /// with the pool paused at size 0 it waits until the pool is resized. From one of the pool's
+  /// tasks, only a context with nothing to wait for may be destroyed (no function submitted
+  /// through it queued or running, no executor of it tracking work: after join(), or never
+  /// used); otherwise the task would wait on the pool, perhaps for itself, and the program
+  /// ends (a message on stderr, then std::terminate). Not thread-safe (destruction).
   ~asio_context() {
-    if (pool_.running_in_this_thread()) {
+    if (pool_.running_in_this_thread() && !done_now()) {
+      std::fputs("async::asio_context: destroyed from a task of its pool while functions "
+                 "submitted through it are queued or running, or an executor of it tracks "
+                 "work (std::terminate)\n",
+                 stderr);
       std::terminate();
     }
     wait_until_done();
@@ -131,6 +138,14 @@ private:
         return;
       }
     }
+  }
+
+  // Whether nothing is left to wait for (checked under mutex_, where the counts reach zero:
+  // nobody is left inside count_down then).
+  bool done_now() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return inflight_.load(std::memory_order_acquire) == 0 &&
+           work_.load(std::memory_order_acquire) == 0;
   }
 
   void wait_until_done() {

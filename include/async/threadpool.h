@@ -76,8 +76,10 @@ namespace async {
 /// again meanwhile; those threads are joined too). With size 0 the destructor runs the queued
 /// tasks itself, as tasks of the pool, one at a time (so such a task must not wait for another
 /// one: the destructor's thread is the only one to run it), and the tasks that retiring
-/// workers' tasks (still running) post or wait for. The exception handler is destroyed while
-/// the pool still runs and joins (what its captures post runs with the default handler).
+/// workers' tasks (still running) post or wait for. The exception handler is destroyed once
+/// those tasks are done, before any worker leaves: its captures' destructors may post and wait
+/// for what they post (it runs with the default handler; with size 0 it runs only after they
+/// return, so they must not wait for it then).
 /// During destruction, tasks may post, resize and cancel_pending();
 /// other threads must not use the pool any more. Destroying the pool from one of its own tasks
 /// (or threads) would wait for itself: it is detected and ends the program (a message on
@@ -146,12 +148,13 @@ public:
                  stderr);
       std::terminate();
     }
-    shut_down();
-    // The handler goes while the pool still runs and joins: its captures' destructors may post
-    // (what they post runs with the default handler) and resize.
+    // The handler goes once every task posted so far has finished, with the workers still
+    // there: its captures' destructors may post, wait for what they post, and resize (what
+    // they post runs with the default handler). Then the pool runs what is left and joins.
     std::shared_ptr<exception_handler> handler;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      drain(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
       handler.swap(handler_);
     }
     handler.reset();

@@ -20,8 +20,15 @@
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <time.h>
+
+#if defined(__unix__)
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 namespace async_test {
 
@@ -262,6 +269,60 @@ struct seam_atomic : std::atomic<V> {
   }
   void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
 };
+
+#if defined(__unix__)
+/// How a forked child ended, and what it wrote to stdout and stderr.
+struct child_outcome {
+  bool ended = false; // false: still running after the limit, then killed
+  int status = 0;     // waitpid's status
+  std::string output;
+
+  bool aborted() const { return ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT; }
+};
+
+/// Runs body() in a forked child (SIGABRT at its default action, stdout and stderr captured)
+/// that exits with status 0 when body() returns; kills it after `limit`. For the calls that
+/// are meant to end the program: the child's abort reports nothing to Catch2.
+template <typename Body>
+child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::seconds(20)) {
+  child_outcome outcome;
+  int out[2];
+  if (pipe(out) != 0) {
+    throw std::runtime_error("run_in_child: pipe failed");
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw std::runtime_error("run_in_child: fork failed");
+  }
+  if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);
+    dup2(out[1], 2);
+    dup2(out[1], 1);
+    close(out[0]);
+    body();
+    _exit(0);
+  }
+  close(out[1]);
+  const auto end = std::chrono::steady_clock::now() + limit;
+  pid_t ended = 0;
+  while ((ended = waitpid(pid, &outcome.status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (ended == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &outcome.status, 0);
+  }
+  outcome.ended = ended == pid;
+  char buffer[512];
+  ssize_t n = 0;
+  while ((n = read(out[0], buffer, sizeof buffer)) > 0) {
+    outcome.output.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(out[0]);
+  return outcome;
+}
+#endif
 
 } // namespace async_test
 

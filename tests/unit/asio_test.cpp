@@ -19,6 +19,7 @@ namespace net = ::boost::asio;
 #include <future>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -361,6 +362,77 @@ TEST_CASE("destroying the context waits for its handlers, strands' included", "[
       }(),
       std::logic_error);
 }
+
+TEST_CASE("a pool task may destroy a context that has nothing left to wait for", "[asio]") {
+  // The destructor ended the program whenever it ran on one of the pool's tasks, even for a
+  // context never used, or joined, whose destruction waits for nothing (helper-39).
+  threadpool pool(2);
+  asio_context a(pool);
+  auto unused = std::make_shared<asio_context>(pool);
+  auto joined = std::make_shared<asio_context>(pool);
+  std::atomic<int> ran{0};
+  net::post(joined->get_executor(), [&ran] { ran.fetch_add(1); });
+  joined->join();
+  std::atomic<bool> go{false}; // set once the handler and the task hold the last references
+  std::promise<void> done;
+  net::post(a.get_executor(), [&go, unused]() mutable {
+    while (!go.load()) {
+      std::this_thread::yield();
+    }
+    unused.reset(); // in a handler of another context over the same pool
+  });
+  pool.execute([&go, &done, joined]() mutable {
+    while (!go.load()) {
+      std::this_thread::yield();
+    }
+    joined.reset(); // in a plain task of the pool
+    done.set_value();
+  });
+  unused.reset();
+  joined.reset();
+  go.store(true);
+  REQUIRE(done.get_future().wait_for(20s) == std::future_status::ready);
+  a.join();
+  CHECK(ran.load() == 1);
+}
+
+#if defined(__unix__)
+TEST_CASE("destroying a context with work outstanding from a pool task ends the program",
+          "[asio]") {
+  // It would wait on the pool from a task of the pool: for itself, when the work is its own.
+  for (int mode = 0; mode < 2; ++mode) {
+    INFO("mode " << mode);
+    const async_test::child_outcome child = async_test::run_in_child([mode] {
+      threadpool pool(2);
+      auto context = std::make_shared<asio_context>(pool);
+      auto guard = net::make_work_guard(context->get_executor());
+      std::atomic<bool> go{false};
+      // The task holds the last reference once `go` is set.
+      auto last_reference = [&go](std::shared_ptr<asio_context> c) {
+        return [&go, c]() mutable {
+          while (!go.load()) {
+            std::this_thread::yield();
+          }
+          c.reset();
+        };
+      };
+      if (mode == 0) {
+        pool.execute(last_reference(context)); // a plain task, while a work guard tracks work
+      } else {
+        net::post(context->get_executor(), last_reference(context)); // its own handler
+        guard.reset();
+      }
+      context.reset();
+      go.store(true);
+      std::this_thread::sleep_for(120s); // outlasts the limit: a hang is killed there
+    });
+    INFO("the child wrote: " << child.output);
+    CHECK(child.aborted());
+    CHECK(child.output.find("async::asio_context: destroyed from a task of its pool") !=
+          std::string::npos);
+  }
+}
+#endif
 
 // cancel_pending() discards the pool's own queued tasks but leaves the context's functions
 // queued: a strand marks itself busy when it submits its invoker, and only the invoker's run
