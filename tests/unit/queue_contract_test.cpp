@@ -383,6 +383,27 @@ TEMPLATE_TEST_CASE("contract: a consumer blocked on an empty queue burns no CPU"
   CHECK(idle < 0.1 * spinning);
 }
 
+TEMPLATE_TEST_CASE("contract: a consumer in a timed wait on an empty queue burns no CPU",
+                   "[contract]", unbounded_kind, bounded_kind) {
+  // The futex call read a 64-bit time_t's timespec as a zero timeout on 32-bit targets built
+  // with _TIME_BITS=64 (Debian's armhf since trixie, musl): each timed wait spun through the
+  // kernel instead of sleeping (helper-38; test_queue_contract_time64 is this file built so).
+  auto q = TestType::template make<int>(16);
+  bool got = true;
+  std::thread consumer([&] {
+    int out = 0;
+    got = q->dequeue_for(out, 900ms);
+  });
+  std::this_thread::sleep_for(50ms); // past the spin phase: parked
+  const double idle = async_test::process_cpu_fraction(300ms);
+  const double spinning = async_test::spinning_cpu_fraction(300ms);
+  consumer.join();
+  INFO("CPU per wall second: " << idle << " with the consumer in dequeue_for, " << spinning
+                               << " with one thread spinning");
+  CHECK_FALSE(got);
+  CHECK(idle < 0.1 * spinning);
+}
+
 TEMPLATE_TEST_CASE("contract: ping-pong through two queues with blocking calls", "[contract]",
                    unbounded_kind, bounded_kind) {
   using traits = no_spin<typename TestType::base_traits>;

@@ -20,6 +20,7 @@
 
 #include "cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,7 +33,6 @@
 
 #if ASYNC_HAS_FUTEX
 #include <climits>
-#include <ctime>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -227,18 +227,46 @@ inline std::uint32_t* futex_half(std::atomic<std::uint64_t>* word) noexcept {
 #endif
 }
 
+// The futex system call and the timeout it reads, which is the kernel's type, not the C
+// library's timespec: SYS_futex reads two longs on every target but x32 (on a 32-bit target,
+// 32-bit seconds, also where the C library's time_t has 64 bits, as with _TIME_BITS=64: a
+// timespec passed there was read as a zero timeout, and every timed wait spun through the
+// kernel); x32 and the 32-bit targets that have only SYS_futex_time64 read two 64-bit fields.
+#if defined(SYS_futex) && !(defined(__x86_64__) && defined(__ILP32__))
+struct futex_timeout {
+  long tv_sec;
+  long tv_nsec;
+};
+constexpr long futex_call = SYS_futex;
+#elif defined(SYS_futex)
+struct futex_timeout {
+  long long tv_sec;
+  long long tv_nsec;
+};
+constexpr long futex_call = SYS_futex;
+#else
+struct futex_timeout {
+  long long tv_sec;
+  long long tv_nsec;
+};
+constexpr long futex_call = SYS_futex_time64;
+#endif
+
 /// Sleeps while `word` still holds `expected`, until woken, until `deadline` (if not null), or
 /// spuriously. Returns false only when the deadline has passed. Thread-safe.
 inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
                  const wait_clock::time_point* deadline) noexcept {
-  timespec rel{};
-  timespec* timeout = nullptr;
+  futex_timeout rel{};
+  futex_timeout* timeout = nullptr;
   if (deadline != nullptr && *deadline != no_deadline()) {
     const auto left = *deadline - wait_clock::now();
     if (left <= wait_clock::duration::zero()) {
       return false;
     }
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    // At most a day per sleep (any seconds field holds that); a longer wait parks again.
+    constexpr std::int64_t day = std::int64_t(86400) * 1000000000;
+    const std::int64_t ns = std::min<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), day);
     rel.tv_sec = static_cast<decltype(rel.tv_sec)>(ns / 1000000000);
     rel.tv_nsec = static_cast<decltype(rel.tv_nsec)>(ns % 1000000000);
     timeout = &rel;
@@ -246,14 +274,14 @@ inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
   // FUTEX_WAIT compares the low half with `expected` atomically with going to sleep. Watching
   // the low half is enough: callers change the word by amounts that alter it, and whoever
   // changes a word that carries the caller's sleeper bit calls unpark_all afterwards.
-  syscall(SYS_futex, futex_half(word), FUTEX_WAIT_PRIVATE, static_cast<std::uint32_t>(expected),
+  syscall(futex_call, futex_half(word), FUTEX_WAIT_PRIVATE, static_cast<std::uint32_t>(expected),
           timeout, nullptr, 0);
   return deadline == nullptr || wait_clock::now() < *deadline;
 }
 
 /// Wakes every thread parked on `word`. Call after changing the word. Thread-safe.
 inline void unpark_all(std::atomic<std::uint64_t>* word) noexcept {
-  syscall(SYS_futex, futex_half(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  syscall(futex_call, futex_half(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 #else // condition-variable parking lot
