@@ -450,13 +450,13 @@ private:
     return std::chrono::microseconds(500);
   }
 
-  static threadpool*& current_pool() noexcept {
+  ASYNC_PROCESS_WIDE static threadpool*& current_pool() noexcept {
     static thread_local threadpool* pool = nullptr;
     return pool;
   }
   // The pool whose worker the calling thread is, from its start to its very end (also while its
   // thread_local destructors run, after current_pool() is cleared); nullptr elsewhere.
-  static threadpool*& worker_of() noexcept {
+  ASYNC_PROCESS_WIDE static threadpool*& worker_of() noexcept {
     static thread_local threadpool* pool = nullptr;
     return pool;
   }
@@ -487,7 +487,7 @@ private:
     threadpool* pool;
     const task_frame* outer;
   };
-  static const task_frame*& outer_frames() noexcept {
+  ASYNC_PROCESS_WIDE static const task_frame*& outer_frames() noexcept {
     static thread_local const task_frame* frames = nullptr;
     return frames;
   }
@@ -504,7 +504,7 @@ private:
     return false;
   }
 
-  static worker*& current_worker() noexcept {
+  ASYNC_PROCESS_WIDE static worker*& current_worker() noexcept {
     static thread_local worker* w = nullptr;
     return w;
   }
@@ -1031,7 +1031,7 @@ private:
     // `finished` is set by the thread's exit_marker, after its thread_local destructors.
   }
 
-  static exit_marker& thread_exit_marker() noexcept {
+  ASYNC_PROCESS_WIDE static exit_marker& thread_exit_marker() noexcept {
     static thread_local exit_marker marker;
     return marker;
   }

@@ -20,7 +20,8 @@
 //   ASYNC_CPLUSPLUS        14, 17 or 20 (the language version the header is compiled as)
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
-//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE, ASYNC_NOINLINE, ASYNC_HOT_INLINE
+//   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE, ASYNC_NOINLINE, ASYNC_HOT_INLINE,
+//   ASYNC_PROCESS_WIDE
 //   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
 //   ASYNC_FAULT_THREAD_START()  a fault-injection point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
@@ -59,6 +60,11 @@
 #else
 #define ASYNC_ARCH_OTHER 1
 #define ASYNC_ARCH_NAME "other"
+#endif
+
+// ---- exceptions -------------------------------------------------------------------------------
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && !defined(_CPPUNWIND)
+#error "async needs C++ exceptions: it reports bad input and exhausted memory by throwing"
 #endif
 
 // ---- cache line -------------------------------------------------------------------------------
@@ -117,6 +123,19 @@
 #define ASYNC_UNLIKELY(x) (x)
 #define ASYNC_ALWAYS_INLINE inline
 #define ASYNC_NOINLINE
+#endif
+
+// The functions whose local statics must be one per process (the parking table, the pool's
+// thread_local identities) are visible outside their shared library even where the library is
+// built with -fvisibility=hidden (CMake's CXX_VISIBILITY_PRESET hidden): otherwise each shared
+// library of a program had its own copy, a consumer parked in one library's table was never
+// woken by a producer in another, and a task called into another library was no task of its
+// pool there. (ELF; on Windows, each DLL keeps its own copy: pass objects of this library
+// across DLLs only where all of them run the same DLL's code.)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) && !defined(__CYGWIN__)
+#define ASYNC_PROCESS_WIDE __attribute__((visibility("default")))
+#else
+#define ASYNC_PROCESS_WIDE
 #endif
 
 // Forces inlining in optimized builds only. An unoptimized build (coverage, -O0 debugging)

@@ -291,7 +291,7 @@ struct parking_bucket {
   std::condition_variable cv;
 };
 
-inline parking_bucket& bucket_for(const void* address) noexcept {
+ASYNC_PROCESS_WIDE inline parking_bucket& bucket_for(const void* address) noexcept {
   static parking_bucket table[64];
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   return table[(a >> 4) % 64];
