@@ -147,7 +147,7 @@ public:
   /// Test seam: both counters start at `start.value`. Not part of the API.
   bounded_queue(std::size_t capacity, detail::first_ticket start)
       : capacity_(checked_capacity(capacity)), layout_(capacity_, slots_per_line),
-        ring_slots_(layout_.slots()), pow2_((capacity_ & (capacity_ - 1)) == 0),
+        ring_slots_(layout_.slot_count()), pow2_((capacity_ & (capacity_ - 1)) == 0),
         mask_(capacity_ - 1) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
@@ -432,7 +432,7 @@ private:
     // than the capacity): no memory holds such a queue.
     constexpr std::size_t largest_entry =
         sizeof(slot) > sizeof(atom<std::uint64_t>) ? sizeof(slot) : sizeof(atom<std::uint64_t>);
-    if (capacity > std::numeric_limits<std::size_t>::max() / 2 / largest_entry) {
+    if (capacity > (std::numeric_limits<std::size_t>::max)() / 2 / largest_entry) {
       throw std::bad_alloc();
     }
     return capacity;

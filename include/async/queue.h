@@ -461,7 +461,7 @@ public:
   /// (std::length_error) until consumers free nodes.
   static constexpr std::size_t max_bulk() noexcept {
     return static_cast<std::size_t>(std::min<std::uint64_t>(
-        (list::capacity - 1) * segment_size, std::numeric_limits<std::size_t>::max()));
+        (list::capacity - 1) * segment_size, (std::numeric_limits<std::size_t>::max)()));
   }
 
 private:

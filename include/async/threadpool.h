@@ -843,7 +843,7 @@ private:
       ASYNC_PERTURB(); // about to park, the pool's lock held
       woken = idle_.park(lock, deadline);
       if (!woken) {
-        period = std::min(period * 2, watch_period_max()); // a timed look found nothing new
+        period = (std::min)(period * 2, watch_period_max()); // a timed look found nothing new
       }
     }
     if (watcher) {
@@ -1063,7 +1063,7 @@ private:
         continue;
       }
       detail::cv_wait_until(idle_cv_, lock, detail::wait_clock::now() + period);
-      period = std::min(period * 2, watch_period_max());
+      period = (std::min)(period * 2, watch_period_max());
     }
   }
 

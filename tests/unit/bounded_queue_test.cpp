@@ -183,15 +183,15 @@ TEST_CASE("the ring layout: a bijection, neighbours on different lines, lines re
     for (std::size_t c : caps) {
       INFO("capacity " << c << ", " << per_line << " slots per line");
       const ring_layout l(c, per_line);
-      REQUIRE(l.slots() >= c);
-      REQUIRE(l.slots() < c + spread * per_line); // padding: less than one block
-      std::vector<int> used(l.slots(), 0);
+      REQUIRE(l.slot_count() >= c);
+      REQUIRE(l.slot_count() < c + spread * per_line); // padding: less than one block
+      std::vector<int> used(l.slot_count(), 0);
       std::size_t outside = 0;
       std::size_t shared = 0;
       for (std::size_t k = 0; k < c; ++k) {
         const std::size_t p = l.physical(k);
-        outside += p < l.slots() ? 0 : 1;
-        shared += p < l.slots() && ++used[p] > 1 ? 1 : 0;
+        outside += p < l.slot_count() ? 0 : 1;
+        shared += p < l.slot_count() && ++used[p] > 1 ? 1 : 0;
       }
       REQUIRE(outside == 0);
       REQUIRE(shared == 0); // no two indices in one slot

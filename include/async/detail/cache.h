@@ -93,7 +93,7 @@ inline void* aligned_allocate(std::size_t size, std::size_t alignment) {
     alignment = alignof(void*);
   }
   const std::size_t overhead = alignment - 1 + sizeof(void*);
-  if (size > std::numeric_limits<std::size_t>::max() - overhead) {
+  if (size > (std::numeric_limits<std::size_t>::max)() - overhead) {
     throw std::bad_alloc();
   }
   void* raw = std::malloc(size + overhead);

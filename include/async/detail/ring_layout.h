@@ -70,7 +70,7 @@ public:
   }
 
   /// How many physical slots the ring needs: at least the capacity, less than a block more.
-  std::size_t slots() const noexcept { return slots_; }
+  std::size_t slot_count() const noexcept { return slots_; }
 
   /// The physical slot of logical index k (k < capacity).
   std::size_t physical(std::size_t k) const noexcept {

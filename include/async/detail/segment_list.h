@@ -299,13 +299,13 @@ public:
 
   /// `slots` slots of node i are done with: the last party of each (producer or consumer) has
   /// left it. The node is recycled once all of its slots are, in segment order.
-  ASYNC_HOT_INLINE void finish(std::uint32_t i, std::uint32_t slots = 1) noexcept {
+  ASYNC_HOT_INLINE void finish(std::uint32_t i, std::uint32_t count = 1) noexcept {
     ASYNC_PERTURB(); // the slot is left, not yet counted
     // (SF1) seq_cst (acq_rel for the counting: the last finisher sees everything done in the
     // node's slots); seq_cst orders it before the anchor and link loads in try_recycle,
     // against (SR2) and (SA1).
-    const std::uint32_t before = pool_[i].finished.fetch_add(slots, std::memory_order_seq_cst);
-    if (ASYNC_UNLIKELY(before + slots == segment_size)) {
+    const std::uint32_t before = pool_[i].finished.fetch_add(count, std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(before + count == segment_size)) {
       try_recycle();
     }
   }

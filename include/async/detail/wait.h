@@ -47,7 +47,7 @@ static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
 using wait_clock = std::chrono::steady_clock;
 
 /// The deadline that park() reads as "no deadline at all".
-constexpr wait_clock::time_point no_deadline() noexcept { return wait_clock::time_point::max(); }
+constexpr wait_clock::time_point no_deadline() noexcept { return (wait_clock::time_point::max)(); }
 
 // d on the waiting clock, for a d that fits there: duration_cast where the conversion only
 // multiplies or only divides (no step then exceeds the result), long double where it does both.
