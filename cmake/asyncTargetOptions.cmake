@@ -8,6 +8,9 @@ function(async_target_options target)
     if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
       # C++14 `new` silently ignores over-alignment; make every such use an error.
       target_compile_options(${target} PRIVATE -Waligned-new=all)
+      # Out-of-class definitions of constexpr static members are redundant, and deprecated,
+      # from C++17 on (users' builds with -Wdeprecated saw them in the headers).
+      target_compile_options(${target} PRIVATE -Wdeprecated)
       if(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
         # 32-bit ARM: g++ notes on every std::vector<64-bit> instantiation that GCC 7.1 changed
         # how such iterators are passed (only mixing objects from before 7.1 could notice);

@@ -107,9 +107,12 @@ private:
   padded<Atom<word>, Line> top_;
 };
 
+#if ASYNC_CPLUSPLUS < 17
+// The definition that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3, typename Link,
           std::size_t Line, template <typename> class Atom>
 constexpr std::uint64_t node_pool<Node, L1, L2, L3, Link, Line, Atom>::capacity;
+#endif
 
 } // namespace detail
 } // namespace async

@@ -182,8 +182,11 @@ private:
   std::atomic<std::size_t> bytes_{0};
 };
 
+#if ASYNC_CPLUSPLUS < 17
+// The definition that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3>
 constexpr std::uint64_t node_storage<Node, L1, L2, L3>::capacity;
+#endif
 
 } // namespace detail
 } // namespace async

@@ -703,6 +703,8 @@ private:
   Atom<std::uint64_t> abandoned_{~std::uint64_t(0)};
 };
 
+#if ASYNC_CPLUSPLUS < 17
+// The definitions that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
           unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
 constexpr std::size_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::segment_size;
@@ -712,6 +714,7 @@ constexpr std::uint64_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, 
 template <typename T, typename State, std::size_t S, std::size_t L1, std::size_t L2, std::size_t L3,
           unsigned I, unsigned G, std::size_t Line, template <typename> class Atom, bool B>
 constexpr std::uint32_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, B>::no_node;
+#endif
 
 } // namespace detail
 } // namespace async

@@ -51,6 +51,7 @@ struct tagged_index {
   static constexpr std::uint32_t next_tag(std::uint32_t t) noexcept { return (t + 1) & tag_mask; }
 };
 
+#if ASYNC_CPLUSPLUS < 17
 // Definitions for C++14, where an odr-used static constexpr member needs one.
 template <unsigned I, unsigned T>
 constexpr std::uint32_t tagged_index<I, T>::index_mask;
@@ -58,6 +59,7 @@ template <unsigned I, unsigned T>
 constexpr std::uint32_t tagged_index<I, T>::tag_mask;
 template <unsigned I, unsigned T>
 constexpr std::uint32_t tagged_index<I, T>::null_index;
+#endif
 
 } // namespace detail
 } // namespace async

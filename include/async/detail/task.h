@@ -336,10 +336,13 @@ private:
   const operations* ops_ = nullptr;
 };
 
+#if ASYNC_CPLUSPLUS < 17
+// The definitions that a use by reference (odr-use) needs before C++17's inline variables.
 template <typename D>
 constexpr task::operations task::inline_ops<D>::table;
 template <typename D>
 constexpr task::operations task::heap_ops<D>::table;
+#endif
 
 // ---- promised_call ------------------------------------------------------------------------------
 
