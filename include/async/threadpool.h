@@ -13,6 +13,9 @@
 #include "detail/slot.h"
 #include "detail/task.h"
 #include "detail/wait.h"
+// The pool does not use it; the original library's threadpool.h included it, and programs
+// written for that one use async::queue with only this header included.
+#include "queue.h"
 
 #include <algorithm>
 #include <atomic>

@@ -7,6 +7,8 @@
 #                      CMake package of version 3 with the Catch2::Catch2 target): the tests
 #                      accept it and build for v3.
 #   -DCHECK=pkg_config compiling and running a consumer with the flags of the installed async.pc.
+#   -DCHECK=pkg_config_datadir  the same with a data folder two levels deep (share/async/data),
+#                      installed here: the prefix that async.pc derives from its own place.
 # Other inputs: SOURCE (the async checkout), WORK (a scratch folder), GENERATOR, CXX, and for
 # pkg_config PKG_CONFIG, PREFIX (where async was installed) and PROGRAM (the consumer's source).
 cmake_minimum_required(VERSION 3.14)
@@ -76,6 +78,21 @@ elseif(CHECK STREQUAL "pkg_config")
   separate_arguments(flags UNIX_COMMAND "${flags}")
   run("${CXX}" -std=c++14 ${flags} "${PROGRAM}" -o "${WORK}/consumer")
   expect("the consumer does not compile with `pkg-config --cflags --libs async`" rc EQUAL 0)
+  run("${WORK}/consumer")
+  expect("the consumer built with pkg-config flags failed" rc EQUAL 0)
+elseif(CHECK STREQUAL "pkg_config_datadir")
+  run("${CMAKE_COMMAND}" -S "${SOURCE}" -B "${WORK}/build" -G "${GENERATOR}"
+      "-DCMAKE_CXX_COMPILER=${CXX}" -DASYNC_BUILD_TESTS=OFF -DCMAKE_INSTALL_DATADIR=share/async/data)
+  expect("the configure failed" rc EQUAL 0)
+  run("${CMAKE_COMMAND}" --install "${WORK}/build" --prefix "${WORK}/prefix")
+  expect("the install failed" rc EQUAL 0)
+  set(ENV{PKG_CONFIG_PATH} "${WORK}/prefix/share/async/data/pkgconfig")
+  run("${PKG_CONFIG}" --cflags --libs async)
+  expect("pkg-config does not know async" rc EQUAL 0)
+  string(STRIP "${out}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  run("${CXX}" -std=c++14 ${flags} "${PROGRAM}" -o "${WORK}/consumer")
+  expect("the consumer does not compile with the flags of async.pc (share/async/data)" rc EQUAL 0)
   run("${WORK}/consumer")
   expect("the consumer built with pkg-config flags failed" rc EQUAL 0)
 else()

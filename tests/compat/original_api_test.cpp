@@ -379,3 +379,18 @@ TEST_CASE("M20 the queue's storage is bounded by its traits; beyond it enqueue t
     CHECK(out == k);
   }
 }
+
+// M21: a program's own global namespace `detail` beside async::detail.
+namespace detail {
+int answer() { return 42; }
+} // namespace detail
+
+TEST_CASE("M21 a program's own namespace detail beside the library's, after using namespace") {
+  using namespace async;
+  CHECK(::detail::answer() == 42); // `detail::answer()` unqualified would be ambiguous here
+  queue<int> q;                    // the library's names, through the using-directive
+  q.enqueue(7);
+  int out = 0;
+  REQUIRE(q.dequeue(out));
+  CHECK(out == 7);
+}
