@@ -284,15 +284,37 @@ public:
   /// runs out.
   template <typename F>
   void execute(F&& f) const {
-    if ((bits_ & never_bit) == 0 && context_->pool_.running_in_this_thread()) {
-      // Counted while it runs, as a queued function is: the caller may be a task of another
-      // context over the same pool (or a plain pool task), which join() does not wait for.
-      // The count is declared first, so it drops after the function's state is gone.
-      const finisher count(context_);
-      typename std::decay<F>::type local(std::forward<F>(f));
-      local();
-      return;
+    if ((bits_ & never_bit) == 0) {
+      run_here_or_submit(std::forward<F>(f));
+    } else {
+      context_->submit(std::forward<F>(f));
     }
+  }
+
+  // ---- the Networking TS's executor model ---------------------------------------------------
+  // What Asio's older executors require (the polymorphic net::executor, strands and work
+  // guards of that model, and every default of a program built with
+  // BOOST_ASIO_USE_TS_EXECUTOR_AS_DEFAULT or ASIO_USE_TS_EXECUTOR_AS_DEFAULT). The allocator
+  // is not used: the pool allocates a task as execute() does.
+
+  /// Counts outstanding work, as a tracked executor does while it exists (join() waits until
+  /// every on_work_started() has had its on_work_finished()).
+  void on_work_started() const noexcept { context_->count_up(context_->work_); }
+  void on_work_finished() const noexcept { context_->count_down(context_->work_); }
+
+  /// Runs f() at once when the calling thread runs one of the pool's tasks, else queues it.
+  template <typename F, typename Allocator>
+  void dispatch(F&& f, const Allocator&) const {
+    run_here_or_submit(std::forward<F>(f));
+  }
+  /// Queues f() on the pool.
+  template <typename F, typename Allocator>
+  void post(F&& f, const Allocator&) const {
+    context_->submit(std::forward<F>(f));
+  }
+  /// Queues f() on the pool (as post).
+  template <typename F, typename Allocator>
+  void defer(F&& f, const Allocator&) const {
     context_->submit(std::forward<F>(f));
   }
 
@@ -315,6 +337,20 @@ private:
   explicit executor_type(asio_context* context, unsigned bits = 0) noexcept
       : context_(context), bits_(bits) {
     track();
+  }
+
+  template <typename F>
+  void run_here_or_submit(F&& f) const {
+    if (context_->pool_.running_in_this_thread()) {
+      // Counted while it runs, as a queued function is: the caller may be a task of another
+      // context over the same pool (or a plain pool task), which join() does not wait for.
+      // The count is declared first, so it drops after the function's state is gone.
+      const finisher count(context_);
+      typename std::decay<F>::type local(std::forward<F>(f));
+      local();
+      return;
+    }
+    context_->submit(std::forward<F>(f));
   }
 
   executor_type with(unsigned bit, bool on) const noexcept {

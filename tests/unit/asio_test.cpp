@@ -77,6 +77,40 @@ TEST_CASE("the executor satisfies Asio's executor requirements", "[asio]") {
   CHECK(&net::query(any, net::execution::context) == &context);
 }
 
+#if !defined(BOOST_ASIO_NO_TS_EXECUTORS) && !defined(ASIO_NO_TS_EXECUTORS)
+TEST_CASE("the executor also meets the Networking TS's requirements (net::executor)", "[asio]") {
+  // Asio's older executor model (the polymorphic net::executor; the default of every I/O
+  // object in a program built with BOOST_ASIO_USE_TS_EXECUTOR_AS_DEFAULT): it did not compile
+  // (no on_work_started, on_work_finished, dispatch, post, defer; helper-38).
+  threadpool pool(2);
+  asio_context context(pool);
+  net::executor ex = context.get_executor();
+  CHECK(&ex.context() == &context);
+  {
+    auto guard = net::make_work_guard(ex); // on_work_started
+    CHECK(context.outstanding_work() == 1);
+  } // on_work_finished
+  CHECK(context.outstanding_work() == 0);
+  std::atomic<int> ran{0};
+  std::promise<bool> inline_run;
+  net::post(ex, [&] {
+    ran.fetch_add(1);
+    bool inside = false;
+    net::dispatch(ex, [&] { inside = true; }); // on the pool: runs before dispatch returns
+    inline_run.set_value(inside);
+  });
+  net::defer(ex, [&] { ran.fetch_add(1); });
+  auto strand = net::make_strand(ex);
+  for (int i = 0; i < 100; ++i) {
+    net::post(strand, [&] { ran.fetch_add(1); });
+  }
+  CHECK(inline_run.get_future().get());
+  context.join(); // also waits for the work that the strand tracks while it has handlers
+  CHECK(context.outstanding_work() == 0);
+  CHECK(ran.load() == 102);
+}
+#endif
+
 TEST_CASE("post and defer queue on the pool; dispatch runs at once only on the pool", "[asio]") {
   threadpool pool(1); // one worker: what a handler posts cannot run before it returns
   asio_context context(pool);
