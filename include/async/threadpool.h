@@ -79,10 +79,11 @@ namespace async {
 /// again meanwhile; those threads are joined too). With size 0 the destructor runs the queued
 /// tasks itself, as tasks of the pool, one at a time (so such a task must not wait for another
 /// one: the destructor's thread is the only one to run it), and the tasks that retiring
-/// workers' tasks (still running) post or wait for. The exception handler is destroyed once
-/// those tasks are done, before any worker leaves: its captures' destructors may post and wait
-/// for what they post (it runs with the default handler; with size 0 it runs only after they
-/// return, so they must not wait for it then).
+/// workers' tasks (still running) post or wait for. The exception handler serves every task
+/// that runs until then, those that thread_local destructors post included; then it is
+/// destroyed while the pool can still run tasks (one worker is started for it): its captures'
+/// destructors may post and wait for what they post, which runs with the default handler
+/// (only if no thread can start does it run after they return).
 /// During destruction, tasks may post, resize and cancel_pending();
 /// other threads must not use the pool any more. Destroying the pool from one of its own tasks
 /// (or threads) would wait for itself: it is detected and ends the program (a message on
@@ -151,16 +152,23 @@ public:
                  stderr);
       std::terminate();
     }
-    // The handler goes once every task posted so far has finished, with the workers still
-    // there: its captures' destructors may post, wait for what they post, and resize (what
-    // they post runs with the default handler). Then the pool runs what is left and joins.
+    shut_down(); // what workers' thread_local destructors post runs with the handler too
+    // Then the handler goes, while the pool can still run tasks: its captures' destructors may
+    // post, wait for what they post (one worker is started for them) and resize; what they
+    // post runs with the default handler. Then the pool runs what is left and joins.
     std::shared_ptr<exception_handler> handler;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      drain(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+      std::lock_guard<std::mutex> lock(mutex_);
       handler.swap(handler_);
     }
-    handler.reset();
+    if (handler) {
+      try {
+        configurepool(1);
+      } catch (...) {
+        // No thread: what the captures post runs after they are gone (see the class comment).
+      }
+      handler.reset();
+    }
     shut_down();
   }
 

@@ -1390,7 +1390,7 @@ TEST_CASE("the exception handler is destroyed while the pool still runs and join
   // The handler was destroyed with the pool's members, after the last join: what its captures'
   // destructors posted was lost (or broke its future), and a thread they started stayed
   // unjoined (std::terminate). Then it was destroyed after the workers had left: a capture
-  // that waited for what it posted (mode 3) waited for ever.
+  // that waited for what it posted (mode 3) waited for ever (helper-39).
   for (int mode = 0; mode < 4; ++mode) {
     INFO("mode " << mode);
     std::atomic<int> ran{0};
@@ -1428,6 +1428,38 @@ TEST_CASE("the exception handler is destroyed while the pool still runs and join
         "a destructor whose handler posts when dropped");
     CHECK(ran.load() == 1);
   }
+}
+
+namespace {
+
+// A worker's thread_local whose destructor, armed by a task, gives the pool a task that throws.
+threadpool* exiting_pool_with_handler = nullptr;
+struct throws_at_exit {
+  bool armed = false;
+  ~throws_at_exit() {
+    if (armed) {
+      exiting_pool_with_handler->execute([] { throw std::runtime_error("posted at exit"); });
+    }
+  }
+};
+thread_local throws_at_exit throws_at_exit_of_this_thread;
+
+} // namespace
+
+TEST_CASE("tasks that workers' thread_local destructors post still reach the exception handler",
+          "[threadpool]") {
+  // A destructor that dropped the handler before the workers left sent them to the default
+  // handler, std::terminate (helper-40, reviewing the previous version of this order).
+  std::atomic<int> caught{0};
+  finishes_or_abort(
+      [&] {
+        threadpool pool(1);
+        exiting_pool_with_handler = &pool;
+        pool.set_exception_handler([&caught](std::exception_ptr) { caught.fetch_add(1); });
+        pool.post([] { throws_at_exit_of_this_thread.armed = true; }).get();
+      },
+      "a destructor whose retiring worker posts a throwing task");
+  CHECK(caught.load() == 1);
 }
 
 TEST_CASE("wait_idle from a task of this pool that another pool's destructor interrupts throws",

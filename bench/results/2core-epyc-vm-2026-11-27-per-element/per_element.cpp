@@ -71,14 +71,15 @@ int main() {
   moodycamel::ConcurrentQueue<std::uint64_t> peer;
   std::vector<double> oe, od, pe, pd, ratio, xadd, cas;
   for (int r = 0; r < 15; ++r) {
-    round(ours, [](async::queue<std::uint64_t>& q, std::uint64_t v) { q.enqueue(v); },
-          [](async::queue<std::uint64_t>& q, std::uint64_t& v) { return q.dequeue(v); }, oe, od);
-    round(peer,
-          [](moodycamel::ConcurrentQueue<std::uint64_t>& q, std::uint64_t v) { q.enqueue(v); },
-          [](moodycamel::ConcurrentQueue<std::uint64_t>& q, std::uint64_t& v) {
-            return q.try_dequeue(v);
-          },
-          pe, pd);
+    round(
+        ours, [](async::queue<std::uint64_t>& q, std::uint64_t v) { q.enqueue(v); },
+        [](async::queue<std::uint64_t>& q, std::uint64_t& v) { return q.dequeue(v); }, oe, od);
+    round(
+        peer, [](moodycamel::ConcurrentQueue<std::uint64_t>& q, std::uint64_t v) { q.enqueue(v); },
+        [](moodycamel::ConcurrentQueue<std::uint64_t>& q, std::uint64_t& v) {
+          return q.try_dequeue(v);
+        },
+        pe, pd);
     ratio.push_back((pe.back() + pd.back()) / (oe.back() + od.back()));
     alignas(64) std::atomic<std::uint64_t> word{0};
     constexpr int n = 10000000;
