@@ -26,6 +26,7 @@
 
 #if defined(__unix__)
 #include <csignal>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -280,9 +281,10 @@ struct child_outcome {
   bool aborted() const { return ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT; }
 };
 
-/// Runs body() in a forked child (SIGABRT at its default action, stdout and stderr captured)
-/// that exits with status 0 when body() returns; kills it after `limit`. For the calls that
-/// are meant to end the program: the child's abort reports nothing to Catch2.
+/// Runs body() in a forked child (SIGABRT at its default action, stdout and stderr captured,
+/// read while it runs so that a long report cannot fill the pipe) that exits with status 0 when
+/// body() returns and 3 when it throws; kills it after `limit`. For the calls that are meant to
+/// end the program: the child's abort reports nothing to Catch2.
 template <typename Body>
 child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::seconds(20)) {
   child_outcome outcome;
@@ -299,14 +301,27 @@ child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::
     dup2(out[1], 2);
     dup2(out[1], 1);
     close(out[0]);
-    body();
+    try {
+      body();
+    } catch (...) {
+      _exit(3); // never back into the test runner, in the child
+    }
     _exit(0);
   }
   close(out[1]);
+  fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+  const auto read_available = [&] {
+    char buffer[512];
+    ssize_t n = 0;
+    while ((n = read(out[0], buffer, sizeof buffer)) > 0) {
+      outcome.output.append(buffer, static_cast<std::size_t>(n));
+    }
+  };
   const auto end = std::chrono::steady_clock::now() + limit;
   pid_t ended = 0;
   while ((ended = waitpid(pid, &outcome.status, WNOHANG)) == 0 &&
          std::chrono::steady_clock::now() < end) {
+    read_available();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (ended == 0) {
@@ -314,11 +329,7 @@ child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::
     waitpid(pid, &outcome.status, 0);
   }
   outcome.ended = ended == pid;
-  char buffer[512];
-  ssize_t n = 0;
-  while ((n = read(out[0], buffer, sizeof buffer)) > 0) {
-    outcome.output.append(buffer, static_cast<std::size_t>(n));
-  }
+  read_available();
   close(out[0]);
   return outcome;
 }

@@ -116,6 +116,31 @@ TEST_CASE("configurepool that cannot start every thread throws; size() counts th
   CHECK(pool.size() == 4);
 }
 
+TEST_CASE("a destructor that cannot start a worker for the handler's captures still runs what "
+          "they post",
+          "[threadpool][faults]") {
+  // The destructor starts one worker while the exception handler is destroyed (its captures may
+  // wait for what they post); when that thread cannot start, what they post runs afterwards.
+  std::atomic<int> ran{0};
+  {
+    threadpool pool(1);
+    struct posts_on_drop {
+      threadpool* pool;
+      std::atomic<int>* ran;
+      std::shared_ptr<int> live = std::make_shared<int>(0);
+      ~posts_on_drop() {
+        if (live.use_count() == 1) { // the last copy
+          pool->execute([r = ran] { r->fetch_add(1); });
+        }
+      }
+    };
+    pool.set_exception_handler([c = posts_on_drop{&pool, &ran}](std::exception_ptr) {});
+    async::detail::thread_starts_left() = 0; // every later start fails
+  }
+  async::detail::thread_starts_left() = -1;
+  CHECK(ran.load() == 1);
+}
+
 #if ASYNC_TEST_REPLACES_NEW
 
 TEST_CASE("a post that runs out of memory leaves nothing pending", "[threadpool][faults]") {

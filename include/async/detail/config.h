@@ -130,12 +130,18 @@
 // built with -fvisibility=hidden (CMake's CXX_VISIBILITY_PRESET hidden): otherwise each shared
 // library of a program had its own copy, a consumer parked in one library's table was never
 // woken by a producer in another, and a task called into another library was no task of its
-// pool there. (ELF; on Windows, each DLL keeps its own copy: pass objects of this library
-// across DLLs only where all of them run the same DLL's code.)
+// pool there. That holds for libraries linked at build time or loaded with RTLD_GLOBAL, not for
+// plugins loaded with RTLD_LOCAL, linked with -Bsymbolic or hiding these symbols in a version
+// script, and not for Windows DLLs. Cost: g++ makes such statics unique symbols
+// (STB_GNU_UNIQUE), and glibc never unloads a library that has one (dlclose leaves a plugin
+// mapped; -fno-gnu-unique avoids that). Define ASYNC_PROCESS_WIDE as empty, in every file, to
+// keep each library's copy private instead.
+#ifndef ASYNC_PROCESS_WIDE
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) && !defined(__CYGWIN__)
 #define ASYNC_PROCESS_WIDE __attribute__((visibility("default")))
 #else
 #define ASYNC_PROCESS_WIDE
+#endif
 #endif
 
 // Forces inlining in optimized builds only. An unoptimized build (coverage, -O0 debugging)
