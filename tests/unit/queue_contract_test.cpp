@@ -404,6 +404,34 @@ TEMPLATE_TEST_CASE("contract: a consumer in a timed wait on an empty queue burns
   CHECK(idle < 0.1 * spinning);
 }
 
+#if ASYNC_HAS_FUTEX && ASYNC_FUTEX_TIME64_FIRST
+TEMPLATE_TEST_CASE("contract: on a kernel without SYS_futex_time64, waiters still sleep and wake",
+                   "[contract]", unbounded_kind, bounded_kind) {
+  // 32-bit targets try the 64-bit-time futex call first and fall back to the old one when the
+  // kernel answers ENOSYS; this takes the fallback as if it had.
+  async::detail::futex_time64_missing() = true;
+  const auto restore =
+      async::detail::at_scope_exit([] { async::detail::futex_time64_missing() = false; });
+  auto q = TestType::template make<int>(16);
+  int out = 0;
+  bool got = true;
+  std::thread consumer([&] { got = q->dequeue_for(out, 900ms); });
+  std::this_thread::sleep_for(50ms);
+  const double idle = async_test::process_cpu_fraction(300ms);
+  const double spinning = async_test::spinning_cpu_fraction(300ms);
+  consumer.join();
+  INFO("CPU per wall second: " << idle << " in dequeue_for, " << spinning << " spinning");
+  CHECK_FALSE(got);
+  CHECK(idle < 0.1 * spinning);
+  std::thread blocked([&] { got = q->blocking_dequeue(out); });
+  std::this_thread::sleep_for(50ms); // parked by now
+  REQUIRE(q->enqueue(5));
+  blocked.join();
+  CHECK(got);
+  CHECK(out == 5);
+}
+#endif
+
 TEMPLATE_TEST_CASE("contract: ping-pong through two queues with blocking calls", "[contract]",
                    unbounded_kind, bounded_kind) {
   using traits = no_spin<typename TestType::base_traits>;

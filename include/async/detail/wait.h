@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #if ASYNC_HAS_FUTEX
+#include <cerrno>
 #include <climits>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -227,37 +228,72 @@ inline std::uint32_t* futex_half(std::atomic<std::uint64_t>* word) noexcept {
 #endif
 }
 
-// The futex system call and the timeout it reads, which is the kernel's type, not the C
-// library's timespec: SYS_futex reads two longs on every target but x32 (on a 32-bit target,
-// 32-bit seconds, also where the C library's time_t has 64 bits, as with _TIME_BITS=64: a
-// timespec passed there was read as a zero timeout, and every timed wait spun through the
-// kernel); x32 and the 32-bit targets that have only SYS_futex_time64 read two 64-bit fields.
+// The futex system calls, and the timeout each reads: the kernel's type, not the C library's
+// timespec (with _TIME_BITS=64 on a 32-bit target, a timespec handed to the 32-bit call had its
+// seconds read as seconds and nanoseconds, and timed waits spun through the kernel).
+//   SYS_futex: two longs (64-bit targets; 32-bit seconds on 32-bit ones), two 64-bit fields
+//   on x32.
+//   SYS_futex_time64 (32-bit targets, Linux 5.1 and later): two 64-bit fields. Where it is
+//   defined it is tried first, since a kernel built without 32-bit time calls refuses the old
+//   one; a kernel without it (ENOSYS) gets the old call from then on.
 #if defined(SYS_futex) && !(defined(__x86_64__) && defined(__ILP32__))
 struct futex_timeout {
   long tv_sec;
   long tv_nsec;
 };
-constexpr long futex_call = SYS_futex;
-#elif defined(SYS_futex)
-struct futex_timeout {
-  long long tv_sec;
-  long long tv_nsec;
-};
-constexpr long futex_call = SYS_futex;
 #else
 struct futex_timeout {
   long long tv_sec;
   long long tv_nsec;
 };
-constexpr long futex_call = SYS_futex_time64;
 #endif
+
+#if defined(SYS_futex_time64) && defined(SYS_futex) && !defined(__LP64__) &&                       \
+    !(defined(__x86_64__) && defined(__ILP32__))
+#define ASYNC_FUTEX_TIME64_FIRST 1
+struct futex_timeout64 {
+  long long tv_sec;
+  long long tv_nsec;
+};
+
+/// Set once SYS_futex_time64 answered ENOSYS: the old call is used from then on (a test may set
+/// it to take that way).
+inline std::atomic<bool>& futex_time64_missing() noexcept {
+  static std::atomic<bool> missing{false};
+  return missing;
+}
+#else
+#define ASYNC_FUTEX_TIME64_FIRST 0
+#endif
+
+// One futex operation; timeout_ns < 0: none. Returns what the system call returned.
+inline long futex_op(std::uint32_t* address, int op, std::uint32_t value,
+                     std::int64_t timeout_ns) noexcept {
+#if ASYNC_FUTEX_TIME64_FIRST
+  if (!futex_time64_missing().load(std::memory_order_relaxed)) {
+    futex_timeout64 t{timeout_ns / 1000000000, timeout_ns % 1000000000};
+    const long r =
+        syscall(SYS_futex_time64, address, op, value, timeout_ns < 0 ? nullptr : &t, nullptr, 0);
+    if (r != -1 || errno != ENOSYS) {
+      return r;
+    }
+    futex_time64_missing().store(true, std::memory_order_relaxed);
+  }
+#endif
+  futex_timeout t{static_cast<decltype(t.tv_sec)>(timeout_ns / 1000000000),
+                  static_cast<decltype(t.tv_nsec)>(timeout_ns % 1000000000)};
+#if defined(SYS_futex)
+  return syscall(SYS_futex, address, op, value, timeout_ns < 0 ? nullptr : &t, nullptr, 0);
+#else
+  return syscall(SYS_futex_time64, address, op, value, timeout_ns < 0 ? nullptr : &t, nullptr, 0);
+#endif
+}
 
 /// Sleeps while `word` still holds `expected`, until woken, until `deadline` (if not null), or
 /// spuriously. Returns false only when the deadline has passed. Thread-safe.
 inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
                  const wait_clock::time_point* deadline) noexcept {
-  futex_timeout rel{};
-  futex_timeout* timeout = nullptr;
+  std::int64_t timeout_ns = -1;
   if (deadline != nullptr && *deadline != no_deadline()) {
     const auto left = *deadline - wait_clock::now();
     if (left <= wait_clock::duration::zero()) {
@@ -265,23 +301,20 @@ inline bool park(std::atomic<std::uint64_t>* word, std::uint64_t expected,
     }
     // At most a day per sleep (any seconds field holds that); a longer wait parks again.
     constexpr std::int64_t day = std::int64_t(86400) * 1000000000;
-    const std::int64_t ns = std::min<std::int64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), day);
-    rel.tv_sec = static_cast<decltype(rel.tv_sec)>(ns / 1000000000);
-    rel.tv_nsec = static_cast<decltype(rel.tv_nsec)>(ns % 1000000000);
-    timeout = &rel;
+    timeout_ns =
+        (std::min<std::int64_t>)(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(),
+                                 day);
   }
   // FUTEX_WAIT compares the low half with `expected` atomically with going to sleep. Watching
   // the low half is enough: callers change the word by amounts that alter it, and whoever
   // changes a word that carries the caller's sleeper bit calls unpark_all afterwards.
-  syscall(futex_call, futex_half(word), FUTEX_WAIT_PRIVATE, static_cast<std::uint32_t>(expected),
-          timeout, nullptr, 0);
+  futex_op(futex_half(word), FUTEX_WAIT_PRIVATE, static_cast<std::uint32_t>(expected), timeout_ns);
   return deadline == nullptr || wait_clock::now() < *deadline;
 }
 
 /// Wakes every thread parked on `word`. Call after changing the word. Thread-safe.
 inline void unpark_all(std::atomic<std::uint64_t>* word) noexcept {
-  syscall(futex_call, futex_half(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  futex_op(futex_half(word), FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), -1);
 }
 
 #else // condition-variable parking lot
