@@ -27,6 +27,8 @@ function(async_target_options target)
         # the tests' own loops, Catch2 and the standard library ran every atomic counter
         # increment for nothing, and the stress tests' threads contended on those counters.
         target_compile_options(${target} PRIVATE "-fprofile-filter-files=.*/include/async/.*")
+        # Forked children that abort write their counters first (tests/support/test_support.h).
+        target_compile_definitions(${target} PRIVATE ASYNC_TEST_GCOV_DUMP=1)
       endif()
       target_link_options(${target} PRIVATE --coverage)
     endif()

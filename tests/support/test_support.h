@@ -272,6 +272,10 @@ struct seam_atomic : std::atomic<V> {
 };
 
 #if defined(__unix__)
+#if ASYNC_TEST_GCOV_DUMP
+extern "C" void __gcov_dump(void); // libgcov: writes the counters gathered so far
+#endif
+
 /// How a forked child ended, and what it wrote to stdout and stderr.
 struct child_outcome {
   bool ended = false; // false: still running after the limit, then killed
@@ -297,7 +301,17 @@ child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::
     throw std::runtime_error("run_in_child: fork failed");
   }
   if (pid == 0) {
+#if ASYNC_TEST_GCOV_DUMP
+    // A coverage build writes the child's counters before it aborts (abort skips the exit-time
+    // write), so that what only the child reaches counts as reached.
+    std::signal(SIGABRT, [](int) {
+      __gcov_dump();
+      std::signal(SIGABRT, SIG_DFL);
+      std::raise(SIGABRT);
+    });
+#else
     std::signal(SIGABRT, SIG_DFL);
+#endif
     dup2(out[1], 2);
     dup2(out[1], 1);
     close(out[0]);
