@@ -271,6 +271,23 @@ struct seam_atomic : std::atomic<V> {
   void unpark_all() { async::detail::unpark_all(static_cast<std::atomic<std::uint64_t>*>(this)); }
 };
 
+/// A capture for a pool's exception handler that gives the pool a task counting into `ran`
+/// when it is destroyed (the handler replaced, or the pool destroyed); a moved-from one does not.
+template <typename Pool>
+struct posts_when_dropped {
+  Pool* pool;
+  std::atomic<int>* ran;
+  bool live = true;
+  posts_when_dropped(Pool* p, std::atomic<int>* r) : pool(p), ran(r) {}
+  posts_when_dropped(const posts_when_dropped& o) : pool(o.pool), ran(o.ran) {}
+  posts_when_dropped(posts_when_dropped&& o) noexcept : pool(o.pool), ran(o.ran) { o.live = false; }
+  ~posts_when_dropped() {
+    if (live) {
+      pool->execute([r = ran] { r->fetch_add(1); });
+    }
+  }
+};
+
 #if defined(__unix__)
 #if ASYNC_TEST_GCOV_DUMP
 extern "C" void __gcov_dump(void); // libgcov: writes the counters gathered so far

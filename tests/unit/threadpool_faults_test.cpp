@@ -124,17 +124,8 @@ TEST_CASE("a destructor that cannot start a worker for the handler's captures st
   std::atomic<int> ran{0};
   {
     threadpool pool(1);
-    struct posts_on_drop {
-      threadpool* pool;
-      std::atomic<int>* ran;
-      std::shared_ptr<int> live = std::make_shared<int>(0);
-      ~posts_on_drop() {
-        if (live.use_count() == 1) { // the last copy
-          pool->execute([r = ran] { r->fetch_add(1); });
-        }
-      }
-    };
-    pool.set_exception_handler([c = posts_on_drop{&pool, &ran}](std::exception_ptr) {});
+    pool.set_exception_handler(
+        [c = async_test::posts_when_dropped<threadpool>(&pool, &ran)](std::exception_ptr) {});
     async::detail::thread_starts_left() = 0; // every later start fails
   }
   async::detail::thread_starts_left() = -1;

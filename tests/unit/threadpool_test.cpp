@@ -1244,32 +1244,14 @@ TEST_CASE("two retiring workers that resize the pool at thread exit never join e
   }
 }
 
-namespace {
-
-// A handler whose captures post when the handler is destroyed (replaced).
-struct posts_when_dropped {
-  threadpool* pool;
-  std::atomic<int>* ran;
-  bool live = true;
-  posts_when_dropped(threadpool* p, std::atomic<int>* r) : pool(p), ran(r) {}
-  posts_when_dropped(const posts_when_dropped& o) : pool(o.pool), ran(o.ran) {}
-  posts_when_dropped(posts_when_dropped&& o) noexcept : pool(o.pool), ran(o.ran) { o.live = false; }
-  ~posts_when_dropped() {
-    if (live) {
-      pool->execute([r = ran] { r->fetch_add(1); });
-    }
-  }
-};
-
-} // namespace
-
 TEST_CASE("replacing the exception handler destroys the old one outside the pool's lock",
           "[threadpool]") {
   std::atomic<int> ran{0};
   finishes_or_abort(
       [&] {
         threadpool pool(1);
-        pool.set_exception_handler([c = posts_when_dropped(&pool, &ran)](std::exception_ptr) {});
+        pool.set_exception_handler(
+            [c = async_test::posts_when_dropped<threadpool>(&pool, &ran)](std::exception_ptr) {});
         pool.set_exception_handler(nullptr); // drops the first handler and its capture
         pool.wait_idle();
       },
