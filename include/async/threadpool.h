@@ -38,6 +38,21 @@
 #include <vector>
 
 namespace async {
+namespace detail {
+
+/// The pool's fairness bounds (see threadpool's class comment, "Fairness").
+struct pool_fairness {
+  /// A worker runs at most this many tasks in a row from its next slot.
+  static constexpr unsigned next_in_a_row = 16;
+  /// A worker looks at the outside posts before its own queue at least once in this many tasks.
+  static constexpr unsigned shared_every = 61;
+  /// At most this many outside posts move to a worker's own queue at a time.
+  static constexpr std::size_t batch_max = 16;
+  /// The most lanes the outside posts are spread over.
+  static constexpr std::size_t lanes_max = 16;
+};
+
+} // namespace detail
 
 /// A pool of worker threads that runs any callable.
 ///
@@ -49,17 +64,29 @@ namespace async {
 /// Scheduling: posts from outside the pool go to a shared injection queue. The first task a task
 /// posts goes to its worker's "next" slot: it runs right after the current task on the same
 /// thread, with no lock, no shared counter and no wake-up, so a chain of tasks stays on its
-/// core. Further posts go to the worker's local queue, which idle workers steal from (FIFO), and
-/// wake a parked worker. The next slot is not private: a task that has waited there for 50 us
-/// (its poster is still busy, or blocked on that task's future) is taken by an idle worker.
-/// While tasks wait in next slots, one parked worker, the watcher, looks at the slots every
-/// 50 us, less often (up to every 500 us) while chains keep running; so when a worker is free,
-/// a waiting task starts a few tenths of a millisecond after it was posted, about a millisecond
-/// after a long chain (two watch periods, plus the kernel's timer slack). An idle worker takes
-/// such a task before any queued one, and every eighth time it steals from the local queues
-/// before taking an outside post, so a stream of outside posts starves neither. A worker with
-/// nothing to do spins and yields briefly (tens of microseconds), then parks on a condition
-/// variable: an idle pool uses no CPU. A post wakes one parked worker, and only if one is parked.
+/// core. Further posts go to the worker's local queue (first in, first out, for its owner and
+/// for idle workers, which steal from it), and wake a parked worker. The next slot is not private:
+/// a task that has waited there for 50 us (its poster is still busy, or blocked on that task's
+/// future) is taken by an idle worker. While tasks wait in next slots, one parked worker, the
+/// watcher, looks at the slots every 50 us, less often (up to every 500 us) while chains keep
+/// running; so when a worker is free, a waiting task starts a few tenths of a millisecond after it
+/// was posted, about a millisecond after a long chain (two watch periods, plus the kernel's timer
+/// slack). An idle worker takes such a task before any queued one, and every eighth time it steals
+/// from the local queues before taking an outside post, so a stream of outside posts starves
+/// neither. A worker with nothing to do spins and yields briefly (tens of microseconds), then parks
+/// on a condition variable: an idle pool uses no CPU. A post wakes one parked worker, and only if
+/// one is parked.
+///
+/// Fairness: no task waits for ever behind others, whatever door it came in by, also while
+/// tasks re-post themselves without end (the yield or polling pattern). A worker runs at most
+/// 16 tasks in a row from its next slot (the 17th goes to the back of its local queue); it takes
+/// from its local queue the oldest task first; and at least once every 61 tasks it runs, it
+/// takes the oldest outside post, if any, before its own queue (unless outside posts that it
+/// took earlier, in a batch, still wait there: it takes those, which are older). So while every
+/// worker keeps running chains, an outside post at the front of the shared queue starts before any
+/// worker has run 77 more tasks (61 + 16); one behind k others, before (k + 1) x 77; a task in a
+/// worker's local queue behind k others, before that worker has run (k + 1) x 17 more.
+/// (detail::pool_fairness holds the numbers.)
 ///
 /// Waiting inside a task: a task may wait for the future of a task it posted (post(f).get()):
 /// the wait ends as soon as another worker is free to run the child. So W workers allow W - 1
@@ -427,9 +454,15 @@ private:
   // poster's when the owner takes it back after the poster returns. A worker that claims it
   // earlier counts it first (the poster may be about to finish and stop counting for it).
   struct worker {
-    detail::next_slot next; // the first task that the running task posted
-    bool in_task = false;   // owner only: a task is running (the only time the slot is filled)
-    unsigned looks = 0;     // owner only: find_work calls, for the turns of steal_turn
+    detail::next_slot next;   // the first task that the running task posted
+    bool in_task = false;     // owner only: a task is running (the only time the slot is filled)
+    unsigned looks = 0;       // owner only: find_work calls, for the turns of steal_turn
+    unsigned ticks = 0;       // owner only: tasks run (their starts), for the fairness bounds
+    unsigned shared_look = 0; // owner only: `ticks` when it last looked at the outside posts
+    // Owner only: outside posts that take_batch moved to `local` and the owner has not taken
+    // yet (an upper bound: idle workers may have stolen some). While there are any, they are
+    // the oldest outside posts this worker knows of, and its looks take them first.
+    std::size_t batched = 0;
     // Owner only: tasks this worker finished and has not yet subtracted from pending_ (it
     // does so before it looks beyond its own queue, and every finished_max tasks).
     std::size_t finished_uncounted = 0;
@@ -662,12 +695,34 @@ private:
   void run_task(worker& self, detail::task& t) {
     ASYNC_PERTURB(); // taken, not yet run
     self.in_task = true;
+    unsigned in_a_row = 0; // successors run from the next slot
     for (;;) {
+      ++self.ticks;
       t();
       t.reset();       // destroy captures before the task counts as finished
       ASYNC_PERTURB(); // finished, its successor not yet taken back
       if (!take_next(self, t)) {
         break;
+      }
+      if (++in_a_row == detail::pool_fairness::next_in_a_row) {
+        // The budget of the next slot is spent. The successor (with the count it inherited)
+        // goes to the back of our own queue, behind what waits there, and the oldest task
+        // there runs in its place (one hold of the queue's lock); or, when the outside posts
+        // are due a look, the successor is queued and next_task looks. Nobody waiting: the
+        // chain keeps its core.
+        in_a_row = 0;
+        self.in_task = false;
+        if (shared_look_due(self)) {
+          try {
+            self.local.push(std::move(t));
+            return;
+          } catch (const std::bad_alloc&) {
+            ASYNC_PERTURB(); // no room: the successor runs here
+          }
+        } else if (self.local.maybe_holds_tasks() && self.local.exchange_oldest(t)) {
+          self.batched -= self.batched != 0 ? 1 : 0;
+        }
+        self.in_task = true;
       }
       if (self.retire.load(std::memory_order_relaxed)) {
         // Counted (inherited); the retiring hand-off gives it to the others. Without memory
@@ -687,6 +742,13 @@ private:
     if (++self.finished_uncounted == finished_max) {
       count_finished(self);
     }
+  }
+
+  // Whether `self` is due to look at the outside posts before its own queue (fairness) and
+  // some are queued (a hint: relaxed; one posted just after waits for the next look).
+  bool shared_look_due(const worker& self) const noexcept {
+    return self.ticks - self.shared_look >= detail::pool_fairness::shared_every &&
+           self.batched == 0 && queued_.load(std::memory_order_relaxed) != 0;
   }
 
   // Subtracts the tasks `self` finished from pending_ (before the worker looks beyond its own
@@ -741,7 +803,7 @@ private:
         }
         // The count first: a look over idle workers' queues writes none of their lines
         // (it runs under mutex_, which the posters wait for).
-        if (w->local.maybe_holds_tasks() && w->local.steal_oldest(out)) {
+        if (w->local.maybe_holds_tasks() && w->local.pop_oldest(out)) {
           return true;
         }
       }
@@ -773,8 +835,8 @@ private:
 
   // mutex_ held, a task just taken from injection_: when the outside posts queue up deeper than
   // 2 x batch_max, moves this worker's share of them (at most batch_max) into its local queue,
-  // so that it takes them without the pool's lock, which the posters need. The oldest of them
-  // ends up newest, so the owner runs them in post order; idle workers steal from there as
+  // so that it takes them without the pool's lock, which the posters need. They keep their
+  // order there (the owner takes the oldest first); idle workers steal from there as
   // from any local queue (each of these tasks woke a parked worker when it was posted, and a
   // worker parks only after finding every local queue empty). Returns how many moved. If
   // memory runs out, what was not moved stays queued here.
@@ -795,10 +857,11 @@ private:
     } catch (...) {
       return 0; // out of memory: the tasks stay queued here
     }
-    for (std::size_t k = n; k > 0; --k) {
-      local.push_back(std::move(injection_[k - 1]));
+    for (std::size_t k = 0; k < n; ++k) {
+      local.push_back(std::move(injection_[k]));
     }
     self.local.recount(lock);
+    self.batched += n;
     injection_.drop_front(n);
     ASYNC_PERTURB(); // moved to the local queue, the pool's lock held
     return n;
@@ -898,6 +961,20 @@ private:
     current_worker() = &self;
   }
 
+  // Fairness: every so many tasks a worker takes the oldest outside post, if there is one,
+  // before it takes from its own queue (where chains could keep it busy for ever).
+  bool take_shared(worker& self, detail::task& t, std::unique_lock<std::mutex>& lock) {
+    detail::lock_spinning_briefly(lock);
+    const bool found = !self.retire.load(std::memory_order_relaxed) && !injection_.empty();
+    if (found) {
+      t = std::move(injection_.front());
+      injection_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    return found;
+  }
+
   // The next task for `self`: from its own queue; else, after watching the pool's queue a
   // little (detail::backoff, the library's waiting policy), from the pool (find_work); else
   // parked until a post wakes it. False when the worker is to retire: `lock` then holds mutex_.
@@ -952,8 +1029,18 @@ private:
     for (;;) {
       // relaxed: a retiree that runs one more task is harmless; the decisive check is below,
       // under mutex_.
-      if (!self.retire.load(std::memory_order_relaxed) && self.local.pop_newest(t)) {
-        return true;
+      if (!self.retire.load(std::memory_order_relaxed)) {
+        if (shared_look_due(self)) {
+          self.shared_look = self.ticks;
+          if (take_shared(self, t, lock)) {
+            return true;
+          }
+        }
+        if (self.local.pop_oldest(t)) {
+          self.batched -= self.batched != 0 ? 1 : 0;
+          return true;
+        }
+        self.batched = 0;
       }
       count_finished(self); // before waiting, looking elsewhere or retiring
       // Nothing of our own: watch for outside posts a little before taking the pool's lock (a

@@ -658,3 +658,87 @@ TEST_CASE("co_spawn runs a coroutine on the pool", "[asio]") {
   context.join();
 }
 #endif
+
+namespace {
+
+// A handler that yields the way Asio programs do, by posting itself again, until `stop`.
+template <typename Executor>
+struct yielding_handler {
+  Executor ex;
+  std::atomic<bool>* stop;
+  std::atomic<long>* runs;
+  void operator()() const {
+    runs->fetch_add(1, std::memory_order_relaxed);
+    if (!stop->load(std::memory_order_relaxed)) {
+      net::post(ex, *this);
+    }
+  }
+};
+
+template <typename Executor>
+yielding_handler<Executor> yielder(const Executor& ex, std::atomic<bool>& stop,
+                                   std::atomic<long>& runs) {
+  return yielding_handler<Executor>{ex, &stop, &runs};
+}
+
+// Posts f to ex from this (outside) thread and waits for it to run: false if it has not run
+// within the time a starved handler is given.
+template <typename Executor>
+bool runs_in_time(const Executor& ex) {
+  auto ran = std::make_shared<std::promise<void>>();
+  auto done = ran->get_future();
+  net::post(ex, [ran] { ran->set_value(); });
+  return done.wait_for(20s) == std::future_status::ready;
+}
+
+} // namespace
+
+TEST_CASE("handlers that yield with post do not keep an outside handler waiting",
+          "[asio][fairness]") {
+  for (int workers : {1, 2, 4}) {
+    CAPTURE(workers);
+    threadpool pool(workers);
+    asio_context context(pool);
+    auto ex = context.get_executor();
+    std::atomic<bool> stop{false};
+    std::atomic<long> runs{0};
+    for (int i = 0; i < workers + 1; ++i) {
+      net::post(ex, yielder(ex, stop, runs));
+    }
+    REQUIRE(eventually([&] { return runs.load() >= 2000; }));
+    bool all_ran = true;
+    for (int round = 0; round < 10 && all_ran; ++round) {
+      all_ran = runs_in_time(ex);
+    }
+    stop = true;
+    context.join();
+    CHECK(all_ran);
+  }
+}
+
+TEST_CASE("handlers that yield on strands do not keep other handlers or strands waiting",
+          "[asio][fairness]") {
+  for (int workers : {1, 2}) {
+    CAPTURE(workers);
+    threadpool pool(workers);
+    asio_context context(pool);
+    auto ex = context.get_executor();
+    auto busy = net::make_strand(ex);
+    auto other = net::make_strand(ex);
+    std::atomic<bool> stop{false};
+    std::atomic<long> runs{0};
+    // Two yielders on one strand, one on the other: each strand always has a handler ready.
+    net::post(busy, yielder(busy, stop, runs));
+    net::post(busy, yielder(busy, stop, runs));
+    net::post(other, yielder(other, stop, runs));
+    REQUIRE(eventually([&] { return runs.load() >= 2000; }));
+    bool all_ran = true;
+    for (int round = 0; round < 10 && all_ran; ++round) {
+      all_ran = runs_in_time(ex) && runs_in_time(busy) && runs_in_time(other) &&
+                runs_in_time(net::make_strand(ex));
+    }
+    stop = true;
+    context.join();
+    CHECK(all_ran);
+  }
+}

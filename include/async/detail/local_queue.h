@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 //
 // local_queue: a worker's own queue of the pool, the tasks its running tasks posted beyond the
-// first. The owner pushes and pops at the back (the newest task, the hottest in cache); idle
-// workers steal at the front (the oldest, the least likely to be hot). One mutex per queue:
+// first. The owner pushes at the back and takes from the front, as idle workers that steal do:
+// first in, first out (the next slot already keeps the newest task hot). One mutex per queue:
 // the owner's push and pop touch a line nobody else writes unless a thief comes. A thief reads
 // the queue's count before it takes the lock, so that a look over many empty queues writes
 // none of their lines.
@@ -36,20 +36,10 @@ public:
     count_.store(tasks_.size(), std::memory_order_seq_cst);
   }
 
-  /// Owner: the newest task, if any.
-  bool pop_newest(task& out) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (tasks_.empty()) {
-      return false;
-    }
-    out = std::move(tasks_.back());
-    tasks_.pop_back();
-    count_.store(tasks_.size(), std::memory_order_relaxed); // fewer: nobody needs to see it
-    return true;
-  }
-
-  /// Another worker: the oldest task, if any.
-  bool steal_oldest(task& out) {
+  /// The owner, and other workers stealing: the oldest task, if any. Oldest first for the owner
+  /// too, so that no task waits behind tasks queued after it (a chain that keeps queueing its
+  /// next link would otherwise starve what it queued before).
+  bool pop_oldest(task& out) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (tasks_.empty()) {
       return false;
@@ -60,6 +50,20 @@ public:
     return true;
   }
 
+  /// Owner: puts t at the back and takes the oldest task in its place, in one hold of the lock;
+  /// false (t untouched) when the queue is empty. Allocates nothing (one in, one out).
+  bool exchange_oldest(task& t) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tasks_.empty()) {
+      return false;
+    }
+    task oldest = std::move(tasks_.front());
+    tasks_.pop_front();
+    tasks_.push_back(std::move(t));
+    t = std::move(oldest);
+    return true;
+  }
+
   /// Puts t back at the front (a retiring owner with the task it could not run).
   void push_oldest(task&& t) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -67,9 +71,9 @@ public:
     count_.store(tasks_.size(), std::memory_order_seq_cst);
   }
 
-  /// Another worker, before steal_oldest: false only when the queue was empty at some moment
+  /// Another worker, before pop_oldest: false only when the queue was empty at some moment
   /// after every push it must see (seq_cst: pairs with the store of push, as above). A true
-  /// answer may be stale; steal_oldest decides.
+  /// answer may be stale; pop_oldest decides.
   bool maybe_holds_tasks() const noexcept { return count_.load(std::memory_order_seq_cst) != 0; }
 
   /// The queue's lock, for a caller that must see several queues at one moment; tasks() is
