@@ -11,6 +11,7 @@
 // names its seed. ASYNC_STRESS_SCALE scales the number of seeds.
 #include <async/bounded_queue.h>
 #include <async/detail/node_pool.h>
+#include <async/detail/pool/scheduler.h>
 #include <async/queue.h>
 
 #include "det_schedule.h"
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -805,4 +807,173 @@ TEST_CASE("det: close() wakes every waiter on the turn word (consumers and produ
 
 TEST_CASE("det: close() in the middle of blocking and timed calls loses nothing", "[det]") {
   explore(close_in_a_storm, 800, -1, 0);
+}
+
+// ---- the pool's scheduler -----------------------------------------------------------------------
+// detail::scheduler on the scheduled atomics (its locks and parkers are words on the seam):
+// workers are scheduled threads running the scheduler's loop, posters are scheduled threads
+// too. Tasks record what they saw in plain variables (the schedule runs one thread at a time,
+// and hands over through a mutex).
+
+namespace {
+
+struct det_pool_host {
+  void idle() const {}
+  void orphaned() const {}
+};
+// Time as a count of looks at the clock, a microsecond each: the scheduler's decisions that
+// depend on time (a task has waited in a next slot, a worker has made no progress, the spin
+// has lasted) then depend on the schedule alone, and a run replays.
+struct det_clock {
+  using time_point = async::detail::wait_clock::time_point;
+  static time_point now() {
+    static std::atomic<std::int64_t> calls{0};
+    return time_point(std::chrono::microseconds(1 + calls.fetch_add(1)));
+  }
+};
+using det_scheduler = async::detail::scheduler<det_pool_host, async_test::det::atomic, det_clock>;
+using det_worker = det_scheduler::worker;
+using async::detail::task;
+using fairness = async::detail::pool_fairness;
+
+// The worker the calling scheduled thread is (its tasks post through it).
+det_worker*& this_worker() {
+  static thread_local det_worker* w = nullptr;
+  return w;
+}
+
+// A worker's thread: the scheduler's loop until it is retired, then its hand-over.
+std::function<void()> worker_thread(det_scheduler& s, det_worker& w) {
+  return [&s, &w] {
+    this_worker() = &w;
+    s.run(w);
+    this_worker() = nullptr;
+    s.leave(w);
+  };
+}
+
+// Waits (as a scheduled spinner) until pred() holds.
+template <typename Pred>
+void spin_until(Pred pred) {
+  while (!pred()) {
+  }
+}
+
+// A task that re-posts itself until `stop` (its copy goes to the worker's next slot).
+struct det_chain {
+  det_scheduler* s;
+  async_test::det::atomic<int>* stop;
+  async_test::det::atomic<unsigned>* links;
+  void operator()() const {
+    links->fetch_add(1);
+    if (stop->load() == 0) {
+      s->submit(task(*this), this_worker());
+    }
+  }
+};
+
+// One worker runs an endless chain; a poster posts one task from outside: it must start
+// before the worker has run more than the fairness bound of other tasks.
+std::string outside_post_within_bound(det::plan& plan) {
+  det_scheduler s(det_pool_host{}, 1);
+  det_worker& w = s.add_worker();
+  async_test::det::atomic<int> stop{0};
+  async_test::det::atomic<unsigned> links{0};
+  async_test::det::atomic<int> ran{0};
+  unsigned queued_at = 0;
+  unsigned started_at = 0;
+  auto poster = [&] {
+    s.submit(task(det_chain{&s, &stop, &links}), nullptr);
+    spin_until([&] { return links.load() >= 2; });
+    s.submit(task([&] {
+               started_at = links.load();
+               ran.store(1);
+             }),
+             nullptr);
+    queued_at = links.load();
+    spin_until([&] { return ran.load() != 0; });
+    stop.store(1);
+    s.retire(w);
+  };
+  const auto r = plan.run({worker_thread(s, w), poster});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  // A look every shared_every tasks (next_in_a_row more within a chain); every third one
+  // begins at the lanes.
+  const unsigned bound = 3 * (fairness::shared_every + fairness::next_in_a_row) + 1;
+  if (started_at > queued_at && started_at - queued_at > bound) {
+    return "the outside post started after " + std::to_string(started_at - queued_at) +
+           " links of the chain (bound " + std::to_string(bound) + ")";
+  }
+  return "";
+}
+
+// Two workers, one poster: the first task waits (parked on a word) until the second has run,
+// so a second worker must be woken for it. Nothing may be left parked with a task queued.
+std::string posts_wake_enough_workers(det::plan& plan, bool second_from_inside) {
+  det_scheduler s(det_pool_host{}, 1);
+  det_worker& a = s.add_worker();
+  det_worker& b = s.add_worker();
+  async_test::det::atomic<std::uint64_t> second_ran{0}; // the first task parks on it
+  async_test::det::atomic<int> done{0};
+  auto second = [&] {
+    second_ran.store(1);
+    async::detail::unpark_all(&second_ran);
+  };
+  auto poster = [&] {
+    if (second_from_inside) {
+      // The first task posts the second twice over: its next slot gets a dummy, its own
+      // queue the second.
+      s.submit(task([&] {
+                 s.submit(task([] {}), this_worker());
+                 s.submit(task(second), this_worker());
+                 while (second_ran.load() == 0) {
+                   async::detail::park(&second_ran, 0, nullptr);
+                 }
+                 done.fetch_add(1);
+               }),
+               nullptr);
+    } else {
+      s.submit(task([&] {
+                 while (second_ran.load() == 0) {
+                   async::detail::park(&second_ran, 0, nullptr);
+                 }
+                 done.fetch_add(1);
+               }),
+               nullptr);
+      s.submit(task(second), nullptr);
+    }
+    spin_until([&] { return done.load() != 0; });
+    s.retire(a);
+    s.retire(b);
+  };
+  const auto r = plan.run({worker_thread(s, a), worker_thread(s, b), poster});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  // What the retired workers handed over (a successor taken back after the retirement) runs
+  // here, as the pool's destructor would run it.
+  task t;
+  while (s.take_any(t)) {
+    t();
+    t.reset();
+    s.finish(1);
+  }
+  return s.pending() == 0 ? "" : "tasks left pending";
+}
+
+} // namespace
+
+TEST_CASE("det: an outside post starts within the fairness bound while a chain runs", "[det]") {
+  // Random and PCT schedules only: a systematic run without preemptions never leaves the chain.
+  explore(outside_post_within_bound, 500, -1, 0);
+}
+
+TEST_CASE("det: a post wakes a worker when the one that took the first task waits", "[det]") {
+  for (const bool from_inside : {false, true}) {
+    INFO((from_inside ? "posted from inside a task" : "posted from outside"));
+    explore([from_inside](det::plan& p) { return posts_wake_enough_workers(p, from_inside); }, 400,
+            2, 3000);
+  }
 }

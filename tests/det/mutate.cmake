@@ -31,6 +31,25 @@ elseif(MUTANT STREQUAL "close-past-storage")
   set(file "async/detail/segment_list.h")
   set(old "        if (s >= abandoned_.load(std::memory_order_acquire)) {\n")
   set(new "        if (false && s >= abandoned_.load(std::memory_order_acquire)) {\n")
+elseif(MUTANT STREQUAL "pool-no-fairness-look")
+  # Issue 45: a worker never looked beyond its next slot and its own queue while they held
+  # tasks, so a task that re-posted itself kept an outside post waiting for ever.
+  set(file "async/detail/pool/scheduler.h")
+  set(old "    return self.ticks - self.fair_look >= pool_fairness::shared_every && self.batched == 0;\n")
+  set(new "    return false && self.ticks - self.fair_look >= pool_fairness::shared_every && self.batched == 0;\n")
+elseif(MUTANT STREQUAL "pool-last-searcher-silent")
+  # The rule that the last searcher to find a task wakes another: without it, a post that
+  # counted on that searcher (and woke nobody) waits while its worker runs another task.
+  set(file "async/detail/pool/idle_workers.h")
+  set(old "    if (searching(state_.fetch_sub(1, std::memory_order_seq_cst)) == 1) {\n      notify();\n    }\n")
+  set(new "    state_.fetch_sub(1, std::memory_order_seq_cst);\n")
+elseif(MUTANT STREQUAL "pool-park-without-last-look")
+  # The last searcher's look after it registers to park, the partner of a poster's look at
+  # the idle workers: without it, a post made between its last search and its registration
+  # is left with every worker asleep.
+  set(file "async/detail/pool/scheduler.h")
+  set(old "    bool look_again = searchers_left == 0; // else a searcher left will look after us\n")
+  set(new "    bool look_again = false && searchers_left == 0;\n")
 else()
   message(FATAL_ERROR "mutate.cmake: unknown mutant '${MUTANT}'")
 endif()

@@ -667,6 +667,14 @@ public:
     step(true);
     return v_.fetch_sub(d);
   }
+  V fetch_or(V d, std::memory_order = std::memory_order_seq_cst) {
+    step(true);
+    return v_.fetch_or(d);
+  }
+  V fetch_and(V d, std::memory_order = std::memory_order_seq_cst) {
+    step(true);
+    return v_.fetch_and(d);
+  }
 
   /// detail::park on this word: sleeps while its low half holds that of `expected` (as a futex
   /// does; the library changes that half with every change it waits for).

@@ -2,7 +2,7 @@
 // The pool's queue of tasks: detail::ring_deque against std::deque as a model (both ends,
 // wrapping, growing while wrapped, dropping, swapping), element lifetimes, reserve, and the
 // buffer given back once the ring runs empty from a large size.
-#include <async/detail/ring_deque.h>
+#include <async/detail/pool/ring_deque.h>
 #include <async/detail/task.h>
 
 #include "test_support.h"

@@ -155,9 +155,10 @@ void lock_spinning_briefly(Lockable& m, unsigned tries = 32) {
 /// instruction, then yields (wait_policy::yields, within wait_policy::yield_window()). With
 /// pauses == 0 there is no active waiting at all: the caller parks at once. Not thread-safe
 /// (one per waiting call).
-class backoff {
+template <typename Clock>
+class basic_backoff {
 public:
-  explicit backoff(unsigned pauses = wait_policy::pauses) noexcept
+  explicit basic_backoff(unsigned pauses = wait_policy::pauses) noexcept
       : pauses_(pauses), yields_(pauses == 0 ? 0 : wait_policy::yields) {}
 
   /// Waits a little and returns true, or returns false at once: time to park.
@@ -170,7 +171,7 @@ public:
     if (rounds_ - pauses_ >= yields_) {
       return false;
     }
-    const auto now = wait_clock::now();
+    const auto now = Clock::now();
     if (rounds_ == pauses_) {
       yield_start_ = now;
     } else if (now - yield_start_ >= wait_policy::yield_window()) {
@@ -191,8 +192,12 @@ private:
   unsigned pauses_;
   unsigned yields_;
   unsigned rounds_ = 0;
-  wait_clock::time_point yield_start_{};
+  typename Clock::time_point yield_start_{};
 };
+
+/// The policy on the steady clock (the tests' deterministic scheduler gives the pool a clock
+/// of its own, so that a run replays).
+using backoff = basic_backoff<wait_clock>;
 
 /// Waiting for another thread that is in the middle of a short step that never blocks (it
 /// cannot be parked on: nobody would wake the waiter): `pauses` rounds of the pause
@@ -317,6 +322,12 @@ inline void unpark_all(std::atomic<std::uint64_t>* word) noexcept {
   futex_op(futex_half(word), FUTEX_WAKE_PRIVATE, static_cast<std::uint32_t>(INT_MAX), -1);
 }
 
+/// Wakes one thread parked on `word` (for words where any one waiter can take what changed: a
+/// lock's). Call after changing the word. Thread-safe.
+inline void unpark_one(std::atomic<std::uint64_t>* word) noexcept {
+  futex_op(futex_half(word), FUTEX_WAKE_PRIVATE, 1, -1);
+}
+
 #else // condition-variable parking lot
 
 struct parking_bucket {
@@ -347,6 +358,10 @@ inline void unpark_all(std::atomic<std::uint64_t>* word) {
   b.cv.notify_all();
 }
 
+// A bucket's condition variable serves every word hashed to it: waking one thread there could
+// wake a waiter of another word, so every waiter of the bucket is woken (each looks again).
+inline void unpark_one(std::atomic<std::uint64_t>* word) { unpark_all(word); }
+
 #endif
 
 /// Parking on a word of another atomic type (the tests' scheduled atomic, which parks and
@@ -357,6 +372,10 @@ bool park(Word* word, std::uint64_t expected, const wait_clock::time_point* dead
 }
 template <typename Word>
 void unpark_all(Word* word) {
+  word->unpark_all();
+}
+template <typename Word>
+void unpark_one(Word* word) {
   word->unpark_all();
 }
 

@@ -8,10 +8,10 @@
 // malloc and a free every 6 tasks (80-byte tasks) for as long as they pass. The ring allocates
 // only when it grows, and gives its buffer back when it runs empty from more than
 // `keep_capacity` elements, so that a burst does not hold memory for good.
-#ifndef ASYNC_DETAIL_RING_DEQUE_H
-#define ASYNC_DETAIL_RING_DEQUE_H
+#ifndef ASYNC_DETAIL_POOL_RING_DEQUE_H
+#define ASYNC_DETAIL_POOL_RING_DEQUE_H
 
-#include "config.h"
+#include "../config.h"
 
 #include <cstddef>
 #include <memory>
@@ -163,4 +163,4 @@ constexpr std::size_t ring_deque<T>::keep_capacity;
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_RING_DEQUE_H
+#endif // ASYNC_DETAIL_POOL_RING_DEQUE_H

@@ -14,15 +14,15 @@
 //
 // Every fill changes the generation, so two looks that read the same full word some time apart
 // saw one task wait all that time; a chain fills and empties the slot far faster, and stays
-// where it is. The pool keeps the counting and the waking; this keeps the word.
-#ifndef ASYNC_DETAIL_NEXT_SLOT_H
-#define ASYNC_DETAIL_NEXT_SLOT_H
+// where it is. The scheduler keeps the counting and the waking; this keeps the word.
+#ifndef ASYNC_DETAIL_POOL_NEXT_SLOT_H
+#define ASYNC_DETAIL_POOL_NEXT_SLOT_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "perturb.h"
-#include "task.h"
-#include "wait.h"
+#include "../perturb.h"
+#include "../task.h"
+#include "../wait.h"
 
 #include <atomic>
 #include <cstdint>
@@ -31,8 +31,8 @@
 namespace async {
 namespace detail {
 
-/// Thread-safe in the roles above: one owner, any number of thieves (the pool lets one at a
-/// time try, under its lock).
+/// Thread-safe in the roles above: one owner, any number of thieves.
+template <template <typename> class Atom = std::atomic>
 class next_slot {
 public:
   // ---- the owner --------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ public:
   void store(task&& t) noexcept { task_ = std::move(t); }
 
   /// Makes the stored task visible. (NS2) seq_cst: publishes it (pairs with (NS3), a thief's
-  /// claim), and orders it before the owner's look at the pool's sleepers (see threadpool).
+  /// claim), and orders it before the owner's look at the idle workers (see the scheduler).
   void publish(std::uint64_t word) noexcept {
     state_.exchange(word + generation + full, std::memory_order_seq_cst);
   }
@@ -69,10 +69,9 @@ public:
   /// The task, after a successful reclaim() (runs its move constructor).
   void move_out(task& out) noexcept { out = std::move(task_); }
 
-  // ---- idle workers
-  // ------------------------------------------------------------------------------
+  // ---- idle workers -----------------------------------------------------------------------------
 
-  /// The state word, for a look at the slot. seq_cst: pairs with (NS2) (see threadpool).
+  /// The state word, for a look at the slot. seq_cst: pairs with (NS2) (see the scheduler).
   std::uint64_t word() const noexcept { return state_.load(std::memory_order_seq_cst); }
   static bool holds_task(std::uint64_t word) noexcept { return (word & mask) == full; }
 
@@ -90,9 +89,20 @@ public:
     return true;
   }
 
-  // What idle workers saw at their last look, and since when: written under the pool's lock.
-  std::uint64_t seen = empty;
-  wait_clock::time_point seen_since{};
+  /// What idle workers' looks saw last, and since when: a look that reads another word than
+  /// last_seen() notes it with the time of the look. Any number of idle workers look at once,
+  /// each noting what it saw, relaxed: the pair can mix two lookers' values, which makes a task
+  /// look older or younger than it is by the time between their looks (microseconds).
+  /// Staleness is a heuristic for locality; a claim is correct whenever it succeeds.
+  std::uint64_t last_seen() const noexcept { return seen_.load(std::memory_order_relaxed); }
+  wait_clock::time_point seen_since() const noexcept {
+    return wait_clock::time_point(
+        wait_clock::duration(seen_since_.load(std::memory_order_relaxed)));
+  }
+  void note(std::uint64_t word, wait_clock::time_point now) noexcept {
+    seen_.store(word, std::memory_order_relaxed);
+    seen_since_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
 private:
   static constexpr std::uint64_t empty = 0;
@@ -101,11 +111,27 @@ private:
   static constexpr std::uint64_t mask = 3;
   static constexpr std::uint64_t generation = 4;
 
-  std::atomic<std::uint64_t> state_{empty};
+  Atom<std::uint64_t> state_{empty};
   task task_; // written by the owner, moved out by whoever takes it
+  // What idle workers' looks saw last, and since when (wait_clock ticks): see last_seen().
+  Atom<std::uint64_t> seen_{empty};
+  Atom<std::int64_t> seen_since_{0};
 };
+
+#if ASYNC_CPLUSPLUS < 17
+template <template <typename> class Atom>
+constexpr std::uint64_t next_slot<Atom>::empty;
+template <template <typename> class Atom>
+constexpr std::uint64_t next_slot<Atom>::full;
+template <template <typename> class Atom>
+constexpr std::uint64_t next_slot<Atom>::taking;
+template <template <typename> class Atom>
+constexpr std::uint64_t next_slot<Atom>::mask;
+template <template <typename> class Atom>
+constexpr std::uint64_t next_slot<Atom>::generation;
+#endif
 
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_NEXT_SLOT_H
+#endif // ASYNC_DETAIL_POOL_NEXT_SLOT_H
