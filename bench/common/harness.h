@@ -622,11 +622,17 @@ public:
       if (aggregate && r.aggregate_name != "median") {
         continue;
       }
-      // A scenario reports either a rate (items_per_second) or a cost (cpu_per_wall).
-      auto it = r.counters.find("cpu_per_wall");
-      if (it != r.counters.end()) {
-        metric_ = "cpu_per_wall";
-      } else {
+      // A scenario reports either a rate (items_per_second) or a cost (cpu_per_wall, wait_us).
+      auto it = r.counters.end();
+      for (const char* cost : {"cpu_per_wall", "wait_us"}) {
+        if (it == r.counters.end()) {
+          it = r.counters.find(cost);
+          if (it != r.counters.end()) {
+            metric_ = cost;
+          }
+        }
+      }
+      if (it == r.counters.end()) {
         it = r.counters.find("items_per_second");
       }
       if (it == r.counters.end()) {
@@ -734,9 +740,12 @@ private:
     }
     const std::string our = ours();
     const bool rounds = opts().rounds > 1;
-    std::printf("\n%s (median%s), and ours / peer%s:\n\n| case |",
-                rate() ? "Million items per second"
-                       : "CPU seconds per wall second (lower is better; ratio = peer / ours)",
+    const char* what =
+        rate() ? "Million items per second"
+        : metric_ == "wait_us"
+            ? "Microseconds an outside post waited (lower is better; ratio = peer / ours)"
+            : "CPU seconds per wall second (lower is better; ratio = peer / ours)";
+    std::printf("\n%s (median%s), and ours / peer%s:\n\n| case |", what,
                 rounds ? " of the rounds" : "",
                 rounds ? " (median of the per-round ratios, and their range)" : "");
     for (const auto& i : impls_) {
@@ -761,7 +770,10 @@ private:
           std::printf(" - |");
         } else {
           const double m = median(it->second);
-          std::printf(rate() ? " %.2f |" : " %.4f |", rate() ? m / 1e6 : m);
+          std::printf(rate()                 ? " %.2f |"
+                      : metric_ == "wait_us" ? " %.1f |"
+                                             : " %.4f |",
+                      rate() ? m / 1e6 : m);
         }
       }
       for (const auto& i : impls_) {
