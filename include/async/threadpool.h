@@ -6,6 +6,7 @@
 
 #include "detail/perturb.h"
 #include "detail/pool/scheduler.h"
+#include "detail/pool/thread_identity.h"
 #include "detail/slot.h"
 #include "detail/task.h"
 #include "detail/wait.h"
@@ -41,22 +42,15 @@ namespace async {
 /// on those copies, and the returned std::future<R> (R as std::async would give) delivers the
 /// result or the exception. execute(f) is the cheap fire-and-forget path without a future.
 ///
-/// Scheduling (detail::scheduler): posts from outside the pool go to the shared queue, in lanes:
-/// each posting thread has a lane (one lane per four hardware threads, at most 16), a locked
-/// ring, so that posters on different threads do not queue on one lock and each thread's posts
-/// keep their order. The first task a task posts goes to its worker's "next" slot: it runs right
-/// after the current task on the same thread, with no lock, no shared counter and no wake-up,
-/// so a chain of tasks stays on its core. Further posts go to the worker's own queue (first in,
-/// first out, for its owner and for idle workers, which steal from it). A worker with nothing of
-/// its own looks at the lanes, then searches: other workers' queues, next slots where a task has
-/// waited for 50 us (its poster is still busy, or blocked on that task's future), spinning and
-/// yielding briefly (tens of microseconds); then it parks: an idle pool uses no CPU. A post wakes
-/// a parked worker only when nobody searches (a searcher will find it), and no lock is taken on
-/// the way unless somebody must be woken. While tasks wait in next slots, one parked worker, the
-/// watcher, looks at the slots every 50 us, less often (up to every 500 us) while chains keep
-/// running; so when a worker is free, a waiting task starts a few tenths of a millisecond after
-/// it was posted, about a millisecond after a long chain (two watch periods, plus the kernel's
-/// timer slack).
+/// Scheduling (detail::scheduler, docs/implementation.md): a post from outside goes to the
+/// shared queue, in lanes (one per posting thread, one lane per four hardware threads, at most
+/// 16: each thread's posts keep their order). The first task a task posts goes to its worker's
+/// "next" slot and runs right after it on the same thread (a chain stays on its core); further
+/// posts go to the worker's own queue, which idle workers steal from. A task that has waited in
+/// a next slot for 50 us (its poster is busy, or blocked on its future) is taken by another
+/// worker: when one is free, a few tenths of a millisecond after it was posted. A worker with
+/// nothing to do searches briefly, then parks: an idle pool uses no CPU. A post takes no lock on
+/// its way unless it must wake a parked worker, which it does only when nobody searches.
 ///
 /// Fairness: no task waits for ever behind others, whatever door it came in by, also while
 /// tasks re-post themselves without end (the yield or polling pattern) and every worker is
@@ -67,12 +61,14 @@ namespace async {
 /// in turn: a task that has waited in another worker's next slot for 50 us; the queue of a
 /// worker that has started no task for 50 us (a long task, or a thread the system does not
 /// run; up to 16 of its oldest tasks move over); the next lane in turn. (A look waits while
-/// outside posts that the worker took in a batch wait in its own queue: they are older.) So
-/// with one lane (or one posting thread), an outside post at the front of the shared queue
-/// starts before any running worker has run 231 more tasks (3 x 77); one behind k others,
-/// before (k + 1) x 231; with L lanes in use, L times that. A task in a worker's own queue
-/// behind k others starts before that worker has run (k + 1) x 17 more, or, if that worker
-/// stops starting tasks, at a look of any other running worker after 50 us.
+/// outside posts that the worker took in a batch, older ones, at most 16, wait in its own
+/// queue.) So with one lane (or one posting thread), an outside post at the front of the shared
+/// queue starts before any running worker has run 231 more tasks (3 x 77; 503 while that worker
+/// still runs such a batch); one behind k others, before (k + 1) x 503; with L lanes in use, L
+/// times that. A task in a worker's own queue behind k others starts before that worker has run
+/// (k + 1) x 17 more, plus 17 for each look that took a task from elsewhere meanwhile (one in
+/// 61 tasks at most), or, if that worker stops starting tasks, at a look of any other running
+/// worker after 50 us.
 /// (detail::pool_fairness holds the numbers.)
 ///
 /// Waiting inside a task: a task may wait for the future of a task it posted (post(f).get()):
@@ -160,7 +156,7 @@ public:
   /// thread (see the class comment). From a task of this pool: a message, then std::terminate.
   /// Not thread-safe (destruction).
   ~threadpool() {
-    if (runs_a_task_of_this() || worker_of() == this) {
+    if (runs_a_task_of_this() || identity::worker_of() == this) {
       // It would wait for the very task (or thread) that runs it, for ever.
       std::fputs("async::threadpool: destroyed from one of its own tasks or threads; a pool "
                  "cannot wait for the task that destroys it (std::terminate)\n",
@@ -408,7 +404,6 @@ private:
     // worker runs it.
     void orphaned() const {
       std::lock_guard<std::mutex> lock(pool->mutex_);
-      ++pool->orphans_;
       pool->idle_cv_.notify_all();
     }
   };
@@ -424,21 +419,8 @@ private:
     bool finished = false;
   };
 
-  ASYNC_PROCESS_WIDE static threadpool*& current_pool() noexcept {
-    static thread_local threadpool* pool = nullptr;
-    return pool;
-  }
-  // The pool whose worker the calling thread is, from its start to its very end (also while its
-  // thread_local destructors run, after current_pool() is cleared); nullptr elsewhere.
-  ASYNC_PROCESS_WIDE static threadpool*& worker_of() noexcept {
-    static thread_local threadpool* pool = nullptr;
-    return pool;
-  }
-  // The calling thread's worker, while it runs tasks of current_pool() as one.
-  ASYNC_PROCESS_WIDE static worker*& current_worker() noexcept {
-    static thread_local worker* w = nullptr;
-    return w;
-  }
+  // Which pool's task the calling thread runs, as which worker (detail::thread_identity).
+  using identity = detail::thread_identity;
 
   // The first thread_local object of a worker's thread to be constructed, so the last to be
   // destroyed: once it goes, the thread's other thread_local destructors (user code, which may
@@ -465,28 +447,7 @@ private:
     return marker;
   }
 
-  // The tasks that this thread's current task interrupted: a pool's destructor that runs its own
-  // tasks on a worker of another pool (or of itself) pushes one.
-  struct task_frame {
-    threadpool* pool;
-    const task_frame* outer;
-  };
-  ASYNC_PROCESS_WIDE static const task_frame*& outer_frames() noexcept {
-    static thread_local const task_frame* frames = nullptr;
-    return frames;
-  }
-  // Whether the calling thread runs a task of this pool, now or underneath the task it runs.
-  bool runs_a_task_of_this() const noexcept {
-    if (current_pool() == this) {
-      return true;
-    }
-    for (const task_frame* f = outer_frames(); f != nullptr; f = f->outer) {
-      if (f->pool == this) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool runs_a_task_of_this() const noexcept { return identity::runs_a_task_of(this); }
 
   void handle(std::exception_ptr e) {
     std::shared_ptr<exception_handler> h;
@@ -504,7 +465,9 @@ private:
   // A worker of this pool posting from one of its tasks goes to its own next slot or queue;
   // anything else is an outside post.
   void submit(detail::task&& t) {
-    scheduler_.submit(std::move(t), current_pool() == this ? current_worker() : nullptr);
+    scheduler_.submit(std::move(t), identity::current_pool() == this
+                                        ? static_cast<worker*>(identity::current_worker())
+                                        : nullptr);
   }
 
   bool wait_idle_until_deadline(detail::wait_clock::time_point deadline) {
@@ -527,12 +490,12 @@ private:
     exit_marker& marker = thread_exit_marker(); // the first thread_local: the last to go
     marker.pool = this;
     marker.entry = &entry;
-    worker_of() = this;
-    current_pool() = this;
-    current_worker() = entry.w;
+    identity::worker_of() = this;
+    identity::current_pool() = this;
+    identity::current_worker() = entry.w;
     scheduler_.run(*entry.w);
-    current_pool() = nullptr;
-    current_worker() = nullptr;
+    identity::current_pool() = nullptr;
+    identity::current_worker() = nullptr;
     scheduler_.leave(*entry.w);
   }
 
@@ -541,8 +504,8 @@ private:
   // retiring workers' tasks queued and what waits in their next slots, one task at a time, as
   // tasks of the pool (so such a task must not wait for another task: this thread is the only
   // one to run it); tasks still running on retirees, and retirees' thread_local destructors,
-  // may post more: such a post tells it (orphans_), and it looks again every watch period
-  // anyway (a task in a next slot is taken once it has waited there). With workers, they run
+  // may post more: such a post wakes it (scheduler_host::orphaned), and it looks again every watch
+  // period anyway (a task in a next slot is taken once it has waited there). With workers, they run
   // everything: it waits for the last finish().
   template <typename Done>
   void drain(std::unique_lock<std::mutex>& lock, Done done) {
@@ -553,16 +516,15 @@ private:
         period = drain_period_min();
         continue;
       }
-      const std::uint64_t orphans = orphans_;
+      // Taken under mutex_: no worker can start between the look at active_ and the take (a
+      // task taken here while a worker ran would be this thread's to run, and a task that
+      // waits for another task would then wait for good). take_any calls nothing of ours.
       detail::task t;
-      lock.unlock();
-      const bool found = scheduler_.take_any(t);
-      if (found) {
+      if (scheduler_.take_any(t)) {
+        lock.unlock();
         run_as_pool_task(t);
         scheduler_.finish(1);
-      }
-      lock.lock();
-      if (found || orphans != orphans_) {
+        lock.lock();
         period = drain_period_min();
         continue;
       }
@@ -580,21 +542,10 @@ private:
   // The destructor runs t as a task of this pool (with no worker): from it, wait_idle() throws
   // and destroying the pool is detected; what it posts goes to the shared queue.
   void run_as_pool_task(detail::task& t) {
-    threadpool* const pool = current_pool();
-    worker* const w = current_worker();
-    // The task this thread was running (of the pool it was running for) is interrupted, not
-    // over: a wait_idle() on that pool from here must still be refused.
-    const task_frame interrupted{pool, outer_frames()};
-    outer_frames() = &interrupted;
-    current_pool() = this;
-    current_worker() = nullptr;
-    const auto restore = detail::at_scope_exit([pool, w, &interrupted] {
-      current_pool() = pool;
-      current_worker() = w;
-      outer_frames() = interrupted.outer;
+    identity::run_as_task_of(this, [&t] {
+      t();
+      t.reset(); // destroy captures before the task counts as finished
     });
-    t();
-    t.reset(); // destroy captures before the task counts as finished
   }
 
   // Runs everything to the end, then joins every thread. A round: wait until no task is
@@ -689,7 +640,6 @@ private:
   std::vector<std::unique_ptr<thread_entry>> active_; // the current workers
   std::vector<std::unique_ptr<thread_entry>> retiring_; // retired, not yet joined
   std::shared_ptr<exception_handler> handler_;          // for execute(); null: std::terminate
-  std::uint64_t orphans_ = 0;        // tasks queued while no worker was active (drain looks again)
   std::atomic<std::size_t> size_{0}; // active_.size(), read without mutex_ by size()
   // The queues, the workers' loop and the count of pending tasks (last: destroyed first, once
   // every thread is joined).

@@ -288,3 +288,88 @@ TEST_CASE("two outside submitters do not starve each other", "[fairness]") {
                                                                    << overtaken.back());
   CHECK(median < static_cast<std::uint64_t>(depth));
 }
+
+TEST_CASE("a worker whose batch of outside posts was cancelled still looks at the others",
+          "[fairness]") {
+  // One worker, busy, while a polling task (it re-posts itself) and 40 jobs are posted: the
+  // worker then moves a batch of the jobs to its own queue with the poller. The poller cancels
+  // the jobs, batch included, and a task is posted that ends the polling. The worker's count
+  // of batched posts, which holds its looks elsewhere back while they wait, must not outlive
+  // them: it used to, and the poller kept its worker for good (helper-1, 10 of 10 runs).
+  threadpool pool(1);
+  std::atomic<bool> busy{false};
+  std::atomic<bool> done{false};
+  std::atomic<long> polls{0};
+  struct poller {
+    threadpool* pool;
+    std::atomic<bool>* done;
+    std::atomic<long>* polls;
+    void operator()() const {
+      polls->fetch_add(1);
+      std::this_thread::sleep_for(100us);
+      if (!done->load()) {
+        pool->execute(*this);
+      }
+    }
+  };
+  pool.execute([&] {
+    busy = true;
+    std::this_thread::sleep_for(5ms);
+  });
+  REQUIRE(async_test::eventually_equal([&] { return busy.load(); }, true));
+  pool.execute(poller{&pool, &done, &polls});
+  for (int i = 0; i < 40; ++i) {
+    pool.execute([] { std::this_thread::sleep_for(1ms); });
+  }
+  REQUIRE(async_test::eventually_equal([&] { return polls.load() != 0; }, true));
+  CHECK(pool.cancel_pending() > 0);
+  const long at_post = polls.load();
+  auto stopper = pool.post([&] { done = true; });
+  const bool ran = stopper.wait_for(starved_after) == std::future_status::ready;
+  done = true;
+  pool.wait_idle();
+  REQUIRE(ran);
+  CHECK(static_cast<std::uint64_t>(polls.load() - at_post) <= ticks_between_looks + 1);
+}
+
+TEST_CASE("a task in a worker's own queue runs within a run of next-slot successors",
+          "[fairness]") {
+  // One worker, nothing else: a chain, whose every link posts itself first (the next slot)
+  // and, when none waits, a task Y (the worker's own queue, nothing ahead of it). Y starts
+  // before the worker has run next_in_a_row + 1 more tasks: when the run of successors ends,
+  // the oldest task of the queue takes the successor's place. (A fairness look that found
+  // nothing elsewhere used to skip that, and Y waited a second run: 31 tasks in every third.)
+  threadpool pool(1);
+  struct state {
+    threadpool* pool;
+    long run = 0;          // tasks run (one worker: plain)
+    long y_posted_at = -1; // `run` when the waiting Y was posted
+    long worst = 0;        // the most tasks run between a Y's post and its start
+    long left = 60000;
+  } st{&pool};
+  struct y_task {
+    state* s;
+    void operator()() const {
+      ++s->run;
+      s->worst = (std::max)(s->worst, s->run - 1 - s->y_posted_at);
+      s->y_posted_at = -1;
+    }
+  };
+  struct link {
+    state* s;
+    void operator()() const {
+      ++s->run;
+      if (--s->left <= 0) {
+        return;
+      }
+      s->pool->execute(*this);
+      if (s->y_posted_at < 0) {
+        s->y_posted_at = s->run;
+        s->pool->execute(y_task{s});
+      }
+    }
+  };
+  pool.execute(link{&st});
+  REQUIRE(pool.wait_idle_for(starved_after));
+  CHECK(st.worst <= static_cast<long>(fairness::next_in_a_row) + 1);
+}

@@ -20,6 +20,7 @@
 
 #include "../config.h"
 
+#include "../cache.h"
 #include "../perturb.h"
 #include "../task.h"
 #include "../wait.h"
@@ -113,6 +114,8 @@ private:
 
   Atom<std::uint64_t> state_{empty};
   task task_; // written by the owner, moved out by whoever takes it
+  // Lookers write what follows, the owner the above (a chain, at every link): lines apart.
+  char apart_[cache_line_size];
   // What idle workers' looks saw last, and since when (wait_clock ticks): see last_seen().
   Atom<std::uint64_t> seen_{empty};
   Atom<std::int64_t> seen_since_{0};

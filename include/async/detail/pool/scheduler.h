@@ -75,7 +75,7 @@ struct pool_fairness {
   static constexpr unsigned shared_every = 61;
   /// At most this many outside posts move to a worker's own queue at a time.
   static constexpr std::size_t batch_max = 16;
-  /// The most lanes the outside posts are spread over (at most 64: one bit each in a word).
+  /// The most lanes the outside posts are spread over.
   static constexpr std::size_t lanes_max = 16;
 };
 
@@ -108,6 +108,7 @@ public:
     // next_in_a_row tasks), written by the owner; what a look saw last, and since when
     // (wait_clock ticks), written by lookers (relaxed, a heuristic, as next_slot's).
     Atom<unsigned> progress{0};
+    char apart[cache_line_size]; // lookers write what follows
     Atom<unsigned> progress_seen{0};
     Atom<std::int64_t> progress_seen_since{0};
     // Owner only.
@@ -131,10 +132,10 @@ public:
     std::size_t index = 0;
   };
 
-  /// `lanes`: a power of two, at most 64.
+  /// `lanes`: a power of two.
   explicit scheduler(Host host, std::size_t lanes = default_lanes())
       : host_(host), lane_mask_(lanes - 1), lanes_(new padded<task_queue<Atom>>[lanes]) {
-    assert(lanes != 0 && (lanes & (lanes - 1)) == 0 && lanes <= 64);
+    assert(lanes != 0 && (lanes & (lanes - 1)) == 0);
   }
 
   scheduler(const scheduler&) = delete;
@@ -174,7 +175,11 @@ public:
   /// it sleeps.
   void retire(worker& w) {
     // relaxed: the worker reads it between tasks, and after its parker's token (PK1 / PK2).
-    w.retire.store(true, std::memory_order_relaxed);
+    // Once only: the destructor's rounds may meet a retiree that a task's configurepool retired
+    // meanwhile.
+    if (w.retire.exchange(true, std::memory_order_relaxed)) {
+      return;
+    }
     // seq_cst: before a later post's look (submit, "orphaned").
     active_.fetch_sub(1, std::memory_order_seq_cst);
     w.parker.unpark();
@@ -232,7 +237,6 @@ public:
         }
         self.local.recount(own_lock);
         lane.recount(lane_lock);
-        mark_lane(home, true);
       }
       break;
     }
@@ -296,7 +300,8 @@ public:
   // ---- the host with no worker ------------------------------------------------------------------
 
   /// A task from anywhere (the lanes, the workers' queues, a next slot where a task has waited
-  /// for stale_after()), for a host that runs tasks itself; it then calls finish(1).
+  /// for stale_after()), for a host that runs tasks itself; it then calls finish(1). Calls
+  /// nothing of the host's (the host may hold its lock).
   bool take_any(task& t) {
     slot_scan seen;
     return look(nullptr, t, seen, true);
@@ -342,9 +347,6 @@ public:
         ring.pop_back(); // moved from: nothing is left in it
       }
       queue.recount(locks[q]);
-      if (q < lanes) {
-        mark_lane(q, !ring.empty());
-      }
     }
   }
 
@@ -383,19 +385,6 @@ private:
     return lane & lane_mask_;
   }
 
-  // The lane's lock held: records whether lane j holds tasks (a hint for the fairness looks:
-  // relaxed, exact in the order of the lane's lock).
-  void mark_lane(std::size_t j, bool holds) noexcept {
-    const std::uint64_t bit = std::uint64_t(1) << j;
-    if (holds) {
-      if ((nonempty_.load(std::memory_order_relaxed) & bit) == 0) {
-        nonempty_.fetch_or(bit, std::memory_order_relaxed);
-      }
-    } else if ((nonempty_.load(std::memory_order_relaxed) & bit) != 0) {
-      nonempty_.fetch_and(~bit, std::memory_order_relaxed);
-    }
-  }
-
   void push_shared(task&& t) {
     const std::size_t j = this_thread_lane();
     task_queue<Atom>& lane = lanes_[j].value;
@@ -403,7 +392,6 @@ private:
     lane.tasks(lock).push_back(std::move(t)); // throws std::bad_alloc: nothing appended
     // seq_cst: the task is visible before the poster's look at the idle workers (IW1).
     lane.recount(lock);
-    mark_lane(j, true);
   }
 
   // After a post that could be the only work: a host with no active worker runs it itself.
@@ -453,9 +441,18 @@ private:
   }
 
   // Rule 2 is due: every shared_every tasks, unless outside posts that a batch moved to our
-  // queue wait there (they are older than what the lanes hold).
-  bool fair_look_due(const worker& self) const noexcept {
-    return self.ticks - self.fair_look >= pool_fairness::shared_every && self.batched == 0;
+  // queue wait there (they are older than what the lanes hold). The count is an upper bound:
+  // thieves and cancel_pending take tasks from our queue without telling us, so with the queue
+  // empty it is stale, and forgotten (a chain never passes through next_task, which forgets it
+  // too: while it ran, a stale count kept every look away, for good).
+  bool fair_look_due(worker& self) const noexcept {
+    if (self.ticks - self.fair_look < pool_fairness::shared_every) {
+      return false;
+    }
+    if (self.batched != 0 && !self.local.maybe_holds_tasks()) {
+      self.batched = 0;
+    }
+    return self.batched == 0;
   }
 
   // Rule 2: a task from elsewhere, wherever one has waited (see the file comment). Each look
@@ -548,6 +545,7 @@ private:
         in_a_row = 0;
         self.progress.store(self.ticks, std::memory_order_relaxed); // see next_task
         self.in_task = false;
+        bool replaced = false;
         if (fair_look_due(self)) {
           // Room first: what the look moves to our queue (a batch, or a stuck worker's tasks,
           // batch_max at most) and then the successor cannot make it grow. Without memory,
@@ -556,8 +554,10 @@ private:
           if (self.local.reserve_more(1 + pool_fairness::batch_max) && fair_look(self, found)) {
             self.local.push(std::move(t)); // cannot throw: room was made
             t = std::move(found);
+            replaced = true;
           }
-        } else if (self.local.maybe_holds_tasks() && self.local.exchange_oldest(t)) {
+        }
+        if (!replaced && self.local.maybe_holds_tasks() && self.local.exchange_oldest(t)) {
           self.batched -= self.batched != 0 ? 1 : 0;
         }
         self.in_task = true;
@@ -660,7 +660,6 @@ private:
       if (self != nullptr) {
         take_batch(*self, lane, lock);
       }
-      mark_lane(j, !lane.tasks(lock).empty());
       return true;
     }
     return false;
@@ -829,7 +828,9 @@ private:
     pending_.value.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet claimed
     if (!victim.next.claim(word, out)) {
-      finish(1); // the owner took it back first
+      // The owner took it back first. Not down to 0, so nobody to tell (take_any's callers
+      // hold their lock): the owner runs the task on its poster's count, still pending.
+      pending_.value.fetch_sub(1, std::memory_order_relaxed);
       return false;
     }
     return true;
@@ -913,8 +914,6 @@ private:
   const std::size_t lane_mask_; // lanes - 1 (a power of two minus one)
   // The shared queue's lanes, each on lines of its own: written by their posters and takers.
   std::unique_ptr<padded<task_queue<Atom>>[]> lanes_;
-  // Bit j: lane j holds tasks. Written under lane j's lock, read by the fairness looks.
-  Atom<std::uint64_t> nonempty_{0};
   worker_registry<worker, Atom> workers_;
   idle_workers<worker, Atom> idle_;
   Atom<std::size_t> active_{0}; // written under the host's lock, read by posters and searchers
