@@ -909,6 +909,51 @@ std::string outside_post_within_bound(det::plan& plan) {
   return "";
 }
 
+// One worker runs an endless chain; two threads post a task each from outside, into lanes of
+// their own (two lanes): each starts before the worker has run the bound twice over (its look
+// at the lanes goes round them in turn).
+std::string outside_posts_in_two_lanes(det::plan& plan) {
+  det_scheduler s(det_pool_host{}, 2);
+  det_worker& w = s.add_worker();
+  async_test::det::atomic<int> stop{0};
+  async_test::det::atomic<unsigned> links{0};
+  async_test::det::atomic<int> ran{0};
+  unsigned queued_at[2] = {0, 0};
+  unsigned started_at[2] = {0, 0};
+  auto poster = [&](int me) {
+    return [&, me] {
+      if (me == 0) {
+        s.submit(task(det_chain{&s, &stop, &links}), nullptr);
+      }
+      spin_until([&] { return links.load() >= 2; });
+      s.submit(task([&, me] {
+                 started_at[me] = links.load();
+                 ran.fetch_add(1);
+               }),
+               nullptr);
+      queued_at[me] = links.load();
+      spin_until([&] { return ran.load() == 2; });
+      if (me == 0) {
+        stop.store(1);
+        s.retire(w);
+      }
+    };
+  };
+  const auto r = plan.run({worker_thread(s, w), poster(0), poster(1)});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  const unsigned bound = 2 * 3 * (fairness::shared_every + fairness::next_in_a_row) + 1;
+  for (int k = 0; k < 2; ++k) {
+    if (started_at[k] > queued_at[k] && started_at[k] - queued_at[k] > bound) {
+      return "poster " + std::to_string(k) + "'s task started after " +
+             std::to_string(started_at[k] - queued_at[k]) + " links (bound " +
+             std::to_string(bound) + ")";
+    }
+  }
+  return "";
+}
+
 // Two workers, one poster: the first task waits (parked on a word) until the second has run,
 // so a second worker must be woken for it. Nothing may be left parked with a task queued.
 std::string posts_wake_enough_workers(det::plan& plan, bool second_from_inside) {
@@ -968,6 +1013,10 @@ std::string posts_wake_enough_workers(det::plan& plan, bool second_from_inside) 
 TEST_CASE("det: an outside post starts within the fairness bound while a chain runs", "[det]") {
   // Random and PCT schedules only: a systematic run without preemptions never leaves the chain.
   explore(outside_post_within_bound, 500, -1, 0);
+}
+
+TEST_CASE("det: posts in two lanes both start within the bound while a chain runs", "[det]") {
+  explore(outside_posts_in_two_lanes, 300, -1, 0);
 }
 
 TEST_CASE("det: a post wakes a worker when the one that took the first task waits", "[det]") {

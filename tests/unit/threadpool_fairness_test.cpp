@@ -373,3 +373,35 @@ TEST_CASE("a task in a worker's own queue runs within a run of next-slot success
   REQUIRE(pool.wait_idle_for(starved_after));
   CHECK(st.worst <= static_cast<long>(fairness::next_in_a_row) + 1);
 }
+
+TEST_CASE("a waiting task's children run while every other worker runs a chain", "[fairness]") {
+  // Two workers: one runs an endless chain, the other a task that posts children and waits for
+  // them (post(f).get()). Its first child waits in its next slot, the others in its own queue;
+  // nobody is idle to take them. The busy worker's fairness looks must: a task that has
+  // waited in a next slot for 50 us, and the queue of a worker that has started no task for
+  // 50 us, are theirs to take.
+  for (int children : {1, 3}) {
+    CAPTURE(children);
+    threadpool pool(2);
+    std::atomic<bool> stop{false};
+    per_thread_links links;
+    start_chains(pool, 1, stop, links);
+    auto parent = pool.post([&pool, children] {
+      std::vector<std::future<void>> futures;
+      for (int i = 0; i < children; ++i) {
+        futures.push_back(pool.post([] {}));
+      }
+      for (auto& f : futures) {
+        if (f.wait_for(starved_after) != std::future_status::ready) {
+          return false;
+        }
+      }
+      return true;
+    });
+    const bool finished = parent.wait_for(starved_after + 5s) == std::future_status::ready;
+    stop = true;
+    pool.wait_idle();
+    REQUIRE(finished);
+    CHECK(parent.get());
+  }
+}

@@ -13,6 +13,9 @@
 //                          in a user's build: it makes every operation slower.
 //   ASYNC_TEST_FAULTS      the library's tests only: define to 1 to let a test make the pool's
 //                          thread starts fail (detail/perturb.h).
+//   ASYNC_TEST_POOL_LANES  the library's tests only: the number of lanes of every pool's shared
+//                          queue (a power of two) instead of one per four hardware threads, so
+//                          that a small machine runs the code of several lanes.
 //
 // Detected (read-only) macros:
 //   ASYNC_ARCH_X86_64, ASYNC_ARCH_X86, ASYNC_ARCH_AARCH64, ASYNC_ARCH_ARM, ASYNC_ARCH_OTHER
@@ -105,6 +108,9 @@
 #endif
 #ifndef ASYNC_TEST_FAULTS
 #define ASYNC_TEST_FAULTS 0
+#endif
+#ifndef ASYNC_TEST_POOL_LANES
+#define ASYNC_TEST_POOL_LANES 0
 #endif
 
 // ---- compiler hints ---------------------------------------------------------------------------

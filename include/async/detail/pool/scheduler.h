@@ -147,6 +147,9 @@ public:
   /// which threads that wait for their posts' futures in that order finish soonest (2 cores,
   /// 4 such threads: two lanes ran them at 0.7x-0.9x of one).
   static std::size_t default_lanes() noexcept {
+    if (ASYNC_TEST_POOL_LANES != 0) {
+      return ASYNC_TEST_POOL_LANES;
+    }
     const std::size_t quarter = std::thread::hardware_concurrency() / 4;
     std::size_t lanes = 1;
     while (lanes * 2 <= quarter && lanes < pool_fairness::lanes_max) {
