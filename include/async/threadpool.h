@@ -48,9 +48,10 @@ namespace async {
 /// "next" slot and runs right after it on the same thread (a chain stays on its core); further
 /// posts go to the worker's own queue, which idle workers steal from. A task that has waited in
 /// a next slot for 50 us (its poster is busy, or blocked on its future) is taken by another
-/// worker: when one is free, a few tenths of a millisecond after it was posted. A worker with
-/// nothing to do searches briefly, then parks: an idle pool uses no CPU. A post takes no lock on
-/// its way unless it must wake a parked worker, which it does only when nobody searches.
+/// worker: when one is free, within about a millisecond of its post. A worker with nothing to
+/// do searches briefly, then parks: an idle pool uses no CPU. A post takes its lane's lock (a
+/// few dozen instructions) and no pool-wide one, unless it must wake a parked worker, which it
+/// does only when nobody searches.
 ///
 /// Fairness: no task waits for ever behind others, whatever door it came in by, also while
 /// tasks re-post themselves without end (the yield or polling pattern) and every worker is

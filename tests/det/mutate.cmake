@@ -35,8 +35,8 @@ elseif(MUTANT STREQUAL "pool-no-fairness-look")
   # Issue 45: a worker never looked beyond its next slot and its own queue while they held
   # tasks, so a task that re-posted itself kept an outside post waiting for ever.
   set(file "async/detail/pool/scheduler.h")
-  set(old "    return self.ticks - self.fair_look >= pool_fairness::shared_every && self.batched == 0;\n")
-  set(new "    return false && self.ticks - self.fair_look >= pool_fairness::shared_every && self.batched == 0;\n")
+  set(old "    if (self.ticks - self.fair_look < pool_fairness::shared_every) {\n      return false;\n")
+  set(new "    if (true) {\n      return false;\n")
 elseif(MUTANT STREQUAL "pool-last-searcher-silent")
   # The rule that the last searcher to find a task wakes another: without it, a post that
   # counted on that searcher (and woke nobody) waits while its worker runs another task.
@@ -50,6 +50,13 @@ elseif(MUTANT STREQUAL "pool-park-without-last-look")
   set(file "async/detail/pool/scheduler.h")
   set(old "    bool look_again = searchers_left == 0; // else a searcher left will look after us\n")
   set(new "    bool look_again = false && searchers_left == 0;\n")
+elseif(MUTANT STREQUAL "pool-silent-failed-claim")
+  # A thief that counted a next slot's task and then failed to claim it took its count back
+  # without telling the host, which may have been the last count (helper-2): wait_idle() and
+  # the destructor waited for ever.
+  set(file "async/detail/pool/scheduler.h")
+  set(old "    if (self != nullptr) {\n      finish(1);\n    } else {\n")
+  set(new "    if (self != nullptr && false) {\n      finish(1);\n    } else {\n")
 else()
   message(FATAL_ERROR "mutate.cmake: unknown mutant '${MUTANT}'")
 endif()

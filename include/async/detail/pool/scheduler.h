@@ -123,7 +123,7 @@ public:
     // posts this worker knows of: its looks at the lanes wait until it has taken them.
     std::size_t batched = 0;
     std::size_t finished_uncounted = 0; // finished, not yet subtracted from pending_
-    std::size_t lane_turn = 0;          // the lane where rule 2's last look began
+    std::size_t lane_turn = 0;          // the lane that rule 2's last look at the lanes served
     // The idle list (idle_workers' lock).
     worker* idle_next = nullptr;
     bool listed = false;
@@ -304,7 +304,8 @@ public:
 
   /// A task from anywhere (the lanes, the workers' queues, a next slot where a task has waited
   /// for stale_after()), for a host that runs tasks itself; it then calls finish(1). Calls
-  /// nothing of the host's (the host may hold its lock).
+  /// nothing of the host's (the host may hold its lock): a host that waits for pending() to
+  /// reach 0 looks at it again after a call that found nothing, before it waits.
   bool take_any(task& t) {
     slot_scan seen;
     return look(nullptr, t, seen, true);
@@ -549,15 +550,14 @@ private:
         self.progress.store(self.ticks, std::memory_order_relaxed); // see next_task
         self.in_task = false;
         bool replaced = false;
-        if (fair_look_due(self)) {
-          // Room first: what the look moves to our queue (a batch, or a stuck worker's tasks,
-          // batch_max at most) and then the successor cannot make it grow. Without memory,
-          // no look this time.
-          task found;
-          if (self.local.reserve_more(1 + pool_fairness::batch_max) && fair_look(self, found)) {
-            self.local.push(std::move(t)); // cannot throw: room was made
+        task found;
+        if (fair_look_due(self) && fair_look(self, found)) {
+          try {
+            self.local.push(std::move(t)); // throws std::bad_alloc: t untouched
             t = std::move(found);
             replaced = true;
+          } catch (const std::bad_alloc&) {
+            run_aside(self, found); // without memory for the successor's place
           }
         }
         if (!replaced && self.local.maybe_holds_tasks() && self.local.exchange_oldest(t)) {
@@ -572,6 +572,15 @@ private:
     if (++self.finished_uncounted == finished_max) {
       count_finished(self);
     }
+  }
+
+  // Runs t, a task of its own count, between two links of a chain: its posts go to the
+  // worker's queue (the next slot is the chain's), and it counts as finished.
+  void run_aside(worker& self, task& t) {
+    ++self.ticks;
+    t();
+    t.reset();
+    ++self.finished_uncounted;
   }
 
   void count_finished(worker& self) {
@@ -642,13 +651,14 @@ private:
   // The oldest task of the first lane that holds any, from the worker's own lane on (its
   // index: with as many workers as lanes, each lane has a worker of its own, and a lane's
   // posts, which their thread may wait for together, are served together instead of in turns
-  // with the others'); rule 2 starts from the next lane in turn (`in_turn`), so that every
-  // lane is served. A worker also moves a share of the lane's tasks to its own queue
-  // (take_batch).
+  // with the others'); rule 2 (`in_turn`) starts after the lane it served last, so that the
+  // lanes in use take turns, however many lanes stand empty between them (helper-2: a turn
+  // per lane, empty or not, gave a flooded lane after 14 empty ones 15 turns in 16). A worker
+  // also moves a share of the lane's tasks to its own queue (take_batch).
   bool take_shared(worker* self, task& t, bool in_turn = false) {
     std::size_t start = 0;
     if (self != nullptr) {
-      start = in_turn ? ++self->lane_turn : self->index;
+      start = in_turn ? self->lane_turn + 1 : self->index;
     }
     for (std::size_t k = 0; k <= lane_mask_; ++k) {
       const std::size_t j = (start + k) & lane_mask_;
@@ -661,6 +671,9 @@ private:
         continue;
       }
       if (self != nullptr) {
+        if (in_turn) {
+          self->lane_turn = j; // the next look in turn begins after it: lanes in use take turns
+        }
         take_batch(*self, lane, lock);
       }
       return true;
@@ -751,44 +764,36 @@ private:
   }
 
   // Takes up to batch_max of victim's oldest tasks: the first in t, the rest to the back of
-  // our own queue, in their order. (The two queues are never locked at once: no order between
-  // workers' locks is needed.) If our queue cannot grow, one task only.
+  // our own queue, in their order. Both queues are locked at once (in registry order, as
+  // take_cancellable locks them), so that the tasks are never out of every queue: a
+  // cancel_pending() meanwhile finds them (helper-2: with a hand-over through an array, queued
+  // tasks escaped it). If our queue cannot grow, one task only.
   bool steal_many(worker& self, worker& victim, task& t) {
-    std::size_t room = pool_fairness::batch_max - 1;
-    {
-      auto own_lock = self.local.lock();
-      ring_deque<task>& mine = self.local.tasks(own_lock);
-      try {
-        mine.reserve(mine.size() + room); // only the owner adds to it: the room stays
-      } catch (const std::bad_alloc&) {
-        room = 0;
-      }
-    }
-    task taken[pool_fairness::batch_max];
-    std::size_t n = 0;
-    {
-      auto victim_lock = victim.local.lock();
-      ring_deque<task>& theirs = victim.local.tasks(victim_lock);
-      n = (std::min)(theirs.size(), room + 1);
-      for (std::size_t k = 0; k < n; ++k) {
-        taken[k] = std::move(theirs[k]);
-      }
-      theirs.drop_front(n);
-      victim.local.recount(victim_lock);
-    }
-    if (n == 0) {
+    worker& first = self.index < victim.index ? self : victim;
+    worker& second = self.index < victim.index ? victim : self;
+    auto first_lock = first.local.lock();
+    auto second_lock = second.local.lock();
+    const auto& own_lock = &first == &self ? first_lock : second_lock;
+    const auto& victim_lock = &first == &self ? second_lock : first_lock;
+    ring_deque<task>& theirs = victim.local.tasks(victim_lock);
+    ring_deque<task>& mine = self.local.tasks(own_lock);
+    if (theirs.empty()) {
       return false;
     }
-    ASYNC_PERTURB(); // taken, not yet in our queue
-    t = std::move(taken[0]);
-    if (n > 1) {
-      auto own_lock = self.local.lock();
-      ring_deque<task>& mine = self.local.tasks(own_lock);
-      for (std::size_t k = 1; k < n; ++k) {
-        mine.push_back(std::move(taken[k])); // cannot throw: room was made
-      }
-      self.local.recount(own_lock);
+    std::size_t n = (std::min)(theirs.size(), pool_fairness::batch_max);
+    try {
+      mine.reserve(mine.size() + n - 1); // then the moves below cannot throw
+    } catch (const std::bad_alloc&) {
+      n = 1;
     }
+    t = std::move(theirs.front());
+    for (std::size_t k = 1; k < n; ++k) {
+      mine.push_back(std::move(theirs[k]));
+    }
+    theirs.drop_front(n);
+    victim.local.recount(victim_lock);
+    self.local.recount(own_lock);
+    ASYNC_PERTURB(); // moved, both queues locked
     return true;
   }
 
@@ -817,7 +822,7 @@ private:
       if (!next_slot<Atom>::holds_task(word)) {
         continue;
       }
-      if (now - w.next.seen_since() >= stale_after() && claim_next(w, word, out)) {
+      if (now - w.next.seen_since() >= stale_after() && claim_next(self, w, word, out)) {
         return true;
       }
       seen.waiting = true;
@@ -825,18 +830,23 @@ private:
     return false;
   }
 
-  // Takes the task that `word` says is in victim's next slot.
-  bool claim_next(worker& victim, std::uint64_t word, task& out) {
+  // Takes the task that `word` says is in victim's next slot, for `self` (nullptr: the host).
+  bool claim_next(const worker* self, worker& victim, std::uint64_t word, task& out) {
     // relaxed: ordered before the owner's count of the poster by (NS3) -> (NS3o).
     pending_.value.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet claimed
-    if (!victim.next.claim(word, out)) {
-      // The owner took it back first. Not down to 0, so nobody to tell (take_any's callers
-      // hold their lock): the owner runs the task on its poster's count, still pending.
-      pending_.value.fetch_sub(1, std::memory_order_relaxed);
-      return false;
+    if (victim.next.claim(word, out)) {
+      return true;
     }
-    return true;
+    // The owner took it back first, and may have run and counted it meanwhile: this may be
+    // the last count (helper-2). A worker tells the host; the host itself (take_any, its lock
+    // held) is told nothing, and looks at the count again before it waits.
+    if (self != nullptr) {
+      finish(1);
+    } else {
+      pending_.value.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    return false;
   }
 
   // ---- parking ----------------------------------------------------------------------------------

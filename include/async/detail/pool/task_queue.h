@@ -23,7 +23,6 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
-#include <new>
 #include <utility>
 
 namespace async {
@@ -43,18 +42,6 @@ public:
     tasks_.push_back(std::move(t));
     count_.store(tasks_.size(), std::memory_order_seq_cst);
     return tasks_.size() == 1;
-  }
-
-  /// Owner: makes room for `more` tasks beyond those queued now; only the owner adds tasks, so
-  /// the room stays until it does. False when memory runs out (nothing changed).
-  bool reserve_more(std::size_t more) noexcept {
-    std::lock_guard<lock_type> lock(lock_);
-    try {
-      tasks_.reserve(tasks_.size() + more);
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
-    return true;
   }
 
   /// Puts t at the front (a retiring worker with the task it could not run). Throws as push.
