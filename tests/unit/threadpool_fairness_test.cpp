@@ -405,3 +405,38 @@ TEST_CASE("a waiting task's children run while every other worker runs a chain",
     CHECK(parent.get());
   }
 }
+
+// The scheduler alone, with a host that records what it is told.
+struct recording_host {
+  std::atomic<int>* told;
+  void idle() const { told->fetch_add(1); }
+  void orphaned() const { told->fetch_add(1); }
+};
+using bare_scheduler = async::detail::scheduler<recording_host>;
+
+TEST_CASE("the outside posts' lanes: one per four hardware threads, a power of two, 1 to 16",
+          "[fairness]") {
+  const std::map<unsigned, std::size_t> expected = {
+      {0, 1},  {1, 1},  {2, 1},  {4, 1},  {7, 1},   {8, 2},    {12, 2},    {15, 2},
+      {16, 4}, {31, 4}, {32, 8}, {63, 8}, {64, 16}, {128, 16}, {1024, 16}, {0xffffffffu, 16}};
+  for (const auto& e : expected) {
+    INFO("hardware threads " << e.first);
+    CHECK(bare_scheduler::lanes_for(e.first) == e.second);
+  }
+  CHECK(fairness::lanes_max == 16);
+}
+
+TEST_CASE("retiring a worker twice counts it out once", "[fairness]") {
+  std::atomic<int> told{0};
+  bare_scheduler s(recording_host{&told}, 2);
+  bare_scheduler::worker& a = s.add_worker();
+  bare_scheduler::worker& b = s.add_worker();
+  CHECK(s.active() == 2);
+  s.retire(a);
+  s.retire(a); // the destructor's round meeting a retiree that configurepool retired
+  CHECK(s.active() == 1);
+  s.retire(b);
+  CHECK(s.active() == 0);
+  s.release(a);
+  s.release(b);
+}

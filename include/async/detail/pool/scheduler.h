@@ -150,7 +150,12 @@ public:
     if (ASYNC_TEST_POOL_LANES != 0) {
       return ASYNC_TEST_POOL_LANES;
     }
-    const std::size_t quarter = std::thread::hardware_concurrency() / 4;
+    return lanes_for(std::thread::hardware_concurrency());
+  }
+
+  /// default_lanes() on a machine of `hardware_threads` threads.
+  static std::size_t lanes_for(unsigned hardware_threads) noexcept {
+    const std::size_t quarter = hardware_threads / 4;
     std::size_t lanes = 1;
     while (lanes * 2 <= quarter && lanes < pool_fairness::lanes_max) {
       lanes *= 2;
