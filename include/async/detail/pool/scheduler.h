@@ -867,9 +867,17 @@ private:
     std::chrono::microseconds period = stale_after();
     for (;;) {
       if (look_again) {
+        // relaxed: a retiree that missed it here reads it again after its token (below).
+        if (self.retire.load(std::memory_order_relaxed)) {
+          // Retired between its search and this look, which it does not make: a worker that
+          // parked meanwhile counted on it (the last searcher) to look, so a sleeper is woken
+          // to look in its place (without: a child left in a next slot with every worker asleep
+          // and none watching, in 1 run in 20 of the torture test of a pool that resizes).
+          stop_parking(self, watcher, true);
+          return woken::to_retire;
+        }
         slot_scan seen;
-        // relaxed: a retiree woken below reads it again after its token.
-        if (!self.retire.load(std::memory_order_relaxed) && look(&self, t, seen, true)) {
+        if (look(&self, t, seen, true)) {
           stop_parking(self, watcher, true);
           return woken::with_task;
         }
@@ -908,17 +916,17 @@ private:
     }
   }
 
-  // Leaving park() with a task (`found`) or to retire: off the list, or, if a notify() took us
-  // off first, out of the searchers it counted us in. A task found by the look that the last
-  // searcher makes before it sleeps is like a task a searcher found: somebody else must take
-  // over the search (a poster may have counted on us for another task, and a task may wait
-  // in a next slot that nobody watches). A watch we held is given up, and a sleeper is woken
-  // to take it up if nobody searches.
-  void stop_parking(worker& self, bool watcher, bool found) {
+  // Leaving park() with a task or to retire: off the list, or, if a notify() took us off
+  // first, out of the searchers it counted us in. With `hand_over` (a task found by the look
+  // that the last searcher makes before it sleeps, or that look skipped by a retiree) somebody
+  // else must take over the search, as from a searcher that found a task: a poster may have
+  // counted on us for another task, and a task may wait in a next slot that nobody watches.
+  // A watch we held is given up, and a sleeper is woken to take it up if nobody searches.
+  void stop_parking(worker& self, bool watcher, bool hand_over) {
     if (!idle_.unregister(self)) {
       self.searching = true;
       stop_searching(self);
-    } else if (found) {
+    } else if (hand_over) {
       idle_.notify();
     }
     if (watcher) {
