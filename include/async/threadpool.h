@@ -42,16 +42,12 @@ namespace async {
 /// on those copies, and the returned std::future<R> (R as std::async would give) delivers the
 /// result or the exception. execute(f) is the cheap fire-and-forget path without a future.
 ///
-/// Scheduling (detail::scheduler, docs/implementation.md): a post from outside goes to the
-/// shared queue, in lanes (one per posting thread, one lane per four hardware threads, at most
-/// 16: each thread's posts keep their order). The first task a task posts goes to its worker's
-/// "next" slot and runs right after it on the same thread (a chain stays on its core); further
-/// posts go to the worker's own queue, which idle workers steal from. A task that has waited in
-/// a next slot for 50 us (its poster is busy, or blocked on its future) is taken by another
-/// worker: when one is free, within about a millisecond of its post. A worker with nothing to
-/// do searches briefly, then parks: an idle pool uses no CPU. A post takes its lane's lock (a
-/// few dozen instructions) and no pool-wide one, unless it must wake a parked worker, which it
-/// does only when nobody searches.
+/// Scheduling (detail::scheduler, docs/implementation.md): an outside post goes to a lane of
+/// the shared queue (lanes by posting thread: each thread's posts keep their order; a post takes
+/// its lane's lock, no pool-wide one). A task's first post runs right after it on the same
+/// thread (its worker's "next" slot), unless it waits there 50 us (then another worker takes
+/// it); its further posts go to its worker's own queue, which idle workers steal from. A worker
+/// with nothing to do searches briefly, then parks: an idle pool uses no CPU.
 ///
 /// Fairness: no task waits for ever behind others, whatever door it came in by, also while
 /// tasks re-post themselves without end (the yield or polling pattern) and every worker is
@@ -82,23 +78,21 @@ namespace async {
 /// interrupted; every thread is joined, never detached. Size 0 pauses the pool: posts queue up
 /// and run once it grows.
 ///
-/// Destruction waits until no task is pending: it runs every task already posted, and every
-/// task those tasks post, so no future ever sees broken_promise (a chain whose tasks keep
-/// posting successors for ever keeps the destructor waiting for ever: end it with a flag its
-/// tasks read). Then it joins every thread, runs what their thread_local destructors posted,
-/// and goes on so until no task is pending and no thread is left (a task may grow the pool
-/// again meanwhile; those threads are joined too). With size 0 the destructor runs the queued
-/// tasks itself, as tasks of the pool, one at a time (so such a task must not wait for another
-/// one: the destructor's thread is the only one to run it), and the tasks that retiring
-/// workers' tasks (still running) post or wait for. The exception handler serves every task
-/// that runs until then, those that thread_local destructors post included; then it is
-/// destroyed while the pool can still run tasks (one worker is started for it): its captures'
-/// destructors may post and wait for what they post, which runs with the default handler
-/// (only if no thread can start does it run after they return).
-/// During destruction, tasks may post, resize and cancel_pending();
-/// other threads must not use the pool any more. Destroying the pool from one of its own tasks
-/// (or threads) would wait for itself: it is detected and ends the program (a message on
-/// stderr, then std::terminate).
+/// Destruction waits until no task is pending: it runs every task already posted and all that
+/// they post, so no future sees broken_promise (tasks that re-post themselves for ever keep it
+/// waiting for ever: end them with a flag they read). Then it joins every thread, runs what
+/// their thread_local destructors posted, and goes on so until no task is pending and no thread
+/// is left (a task may grow the pool meanwhile; those threads are joined too). With size 0 the
+/// destructor runs the queued tasks itself, as tasks of the pool, one at a time (such a task
+/// must not wait for another: the destructor's thread is the only one to run it), and what
+/// retiring workers' running tasks post or wait for. The exception handler serves every task
+/// run until then, those that thread_local destructors post included; then it is destroyed
+/// while the pool can still run tasks (one worker is started for it): its captures' destructors
+/// may post and wait for what they post, which runs with the default handler (only if no
+/// thread can start does it run after they return). During destruction, tasks may post, resize
+/// and cancel_pending(); other threads must not use the pool any more. Destroying the pool from
+/// one of its own tasks (or threads) would wait for itself: it is detected and ends the program
+/// (a message on stderr, then std::terminate).
 ///
 /// Failures: when a thread cannot start, the constructor throws std::system_error having joined
 /// the threads it started, and configurepool throws it with size() counting the workers that
@@ -106,15 +100,14 @@ namespace async {
 /// or counted, and cancel_pending throws it having cancelled nothing (if memory runs out
 /// before it takes the tasks; see there).
 ///
-/// Memory: two heap blocks per post for the future (with libstdc++: the packaged task's shared
-/// state, and the result object it makes ready); the task itself lives in an
-/// inline buffer of detail::task::inline_size bytes, unless the callable and its arguments are
-/// larger, or destroying a moved-from copy of them could run code of the user's: then one more
-/// allocation. That is the case for a lambda with any capture that has a destructor of its own
-/// (a std::string or a std::shared_ptr included: nothing can look inside a closure), while
-/// post's arguments of those standard types (strings, vectors, smart pointers, promises) stay
-/// inline. Per worker: a thread, a ring of tasks, a next slot and a few cache lines; per pool,
-/// one ring and two cache lines per lane.
+/// Memory: two heap blocks per post for the future (with libstdc++: the shared state and the
+/// result object it makes ready). The task lives in an inline buffer of detail::task::inline_size
+/// bytes, unless the callable and its arguments are larger, or destroying a moved-from copy of
+/// them could run user code (a lambda with any capture that has a destructor, a std::string or
+/// std::shared_ptr included: nothing can look inside a closure): then one more allocation. post's
+/// arguments of those standard types (strings, vectors, smart pointers, promises) stay inline.
+/// Per worker: a thread, a ring of tasks, a next slot and a few cache lines; per lane, one ring
+/// and two cache lines.
 ///
 /// Requirements on callables: move-constructible (they are moved into the pool, and between
 /// its queues, sometimes under its locks: a move constructor must not use the pool). Their
@@ -343,16 +336,14 @@ public:
   }
 
   /// Discards the tasks queued at this moment, without running them, and returns how many:
-  /// the future of each discarded post() reports std::future_error (broken_promise), each
-  /// discarded execute() task is destroyed. Running tasks are never touched, and neither is the
-  /// one task that each running task may have waiting in its worker's "next" slot (its first
-  /// post, which runs right after it on the same thread), nor the functions that an
-  /// asio_context (async/asio.h) queued: Asio expects each of them to run (a strand would stay
-  /// locked for good). Throws std::bad_alloc, having cancelled nothing, when memory runs out
-  /// before the tasks are taken. After that, each discarded post() breaks its promise, and
-  /// the standard library allocates that future_error (its message) inside the promise's
-  /// destructor, where a failed allocation ends the program (std::terminate), as it does for
-  /// any std::packaged_task destroyed unrun. Thread-safe.
+  /// each discarded post()'s future reports std::future_error (broken_promise), each discarded
+  /// execute() task is destroyed. Never touched: running tasks, the task that each running task
+  /// may have in its worker's next slot (its first post), and what an asio_context
+  /// (async/asio.h) queued (Asio expects each to run: a strand would stay locked for good).
+  /// Throws std::bad_alloc, having cancelled nothing, when memory runs out before the tasks are
+  /// taken; after that, a broken promise allocates its future_error in the promise's destructor,
+  /// where a failed allocation ends the program, as for any std::packaged_task destroyed unrun.
+  /// Thread-safe.
   std::size_t cancel_pending() {
     std::vector<detail::task> dropped;
     {
@@ -396,17 +387,10 @@ private:
   // What the scheduler tells the pool (detail::scheduler's Host).
   struct scheduler_host {
     threadpool* pool;
-    // No task is pending any more: wait_idle and the destructor wait for that.
-    void idle() const {
-      std::lock_guard<std::mutex> lock(pool->mutex_);
-      pool->idle_cv_.notify_all();
-    }
-    // A task was queued while no worker is active: a destructor waiting on a pool with no
-    // worker runs it.
-    void orphaned() const {
-      std::lock_guard<std::mutex> lock(pool->mutex_);
-      pool->idle_cv_.notify_all();
-    }
+    // No task is pending any more (wait_idle and the destructor wait for that); or a task was
+    // queued while no worker is active (a destructor waiting on a pool with none runs it).
+    void idle() const { pool->wake_waiters(); }
+    void orphaned() const { pool->wake_waiters(); }
   };
   using scheduler_type = detail::scheduler<scheduler_host>;
   using worker = scheduler_type::worker;
@@ -449,6 +433,11 @@ private:
   }
 
   bool runs_a_task_of_this() const noexcept { return identity::runs_a_task_of(this); }
+
+  void wake_waiters() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_cv_.notify_all();
+  }
 
   void handle(std::exception_ptr e) {
     std::shared_ptr<exception_handler> h;
@@ -510,11 +499,13 @@ private:
   // everything: it waits for the last finish().
   template <typename Done>
   void drain(std::unique_lock<std::mutex>& lock, Done done) {
-    std::chrono::microseconds period = drain_period_min();
+    // Its look at a paused pool's next slots: every 50 us, backing off to every 500 us.
+    const std::chrono::microseconds period_min(50), period_max(500);
+    std::chrono::microseconds period = period_min;
     while (!done()) {
       if (!active_.empty()) {
         idle_cv_.wait(lock);
-        period = drain_period_min();
+        period = period_min;
         continue;
       }
       // Taken under mutex_: no worker can start between the look at active_ and the take (a
@@ -526,20 +517,13 @@ private:
         run_as_pool_task(t);
         scheduler_.finish(1);
         lock.lock();
-        period = drain_period_min();
+        period = period_min;
         continue;
       }
       detail::cv_wait_until(idle_cv_, lock, detail::wait_clock::now() + period);
-      period = (std::min)(period * 2, drain_period_max());
+      period = (std::min)(period * 2, period_max);
     }
   }
-  static constexpr std::chrono::microseconds drain_period_min() {
-    return std::chrono::microseconds(50);
-  }
-  static constexpr std::chrono::microseconds drain_period_max() {
-    return std::chrono::microseconds(500);
-  }
-
   // The destructor runs t as a task of this pool (with no worker): from it, wait_idle() throws
   // and destroying the pool is detected; what it posts goes to the shared queue.
   void run_as_pool_task(detail::task& t) {
