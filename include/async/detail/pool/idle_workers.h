@@ -14,7 +14,8 @@
 //   searcher     that finds a task stops searching; if it was the last searcher, notify():
 //                a poster may have counted on it for another task.
 //   parker       registers (listed, parked + 1, searching - 1 if it searched) and, if no
-//                searcher is left, looks everywhere once more before it sleeps.
+//                searcher is left, looks everywhere once more before it sleeps; one retired
+//                meanwhile skips that look and notify()s instead, so somebody makes it.
 //
 // Why no task is left behind: a poster that saw a searcher, or saw nobody parked, relied on
 // a worker that is awake. The last one to stop searching either found a task (and wakes
