@@ -68,7 +68,10 @@ namespace async {
 namespace detail {
 
 /// The pool's fairness bounds (threadpool's class comment, "Fairness", says what they give).
-struct pool_fairness {
+/// A template only so that C++14's out-of-line definitions below may sit in a header that
+/// several units include (for a plain class they would be defined once per unit).
+template <typename = void>
+struct pool_fairness_bounds {
   /// A worker runs at most this many tasks in a row from its next slot.
   static constexpr unsigned next_in_a_row = 16;
   /// A worker looks at the outside posts before its own queue at least once in this many tasks.
@@ -78,13 +81,18 @@ struct pool_fairness {
   /// The most lanes the outside posts are spread over.
   static constexpr std::size_t lanes_max = 16;
 };
+using pool_fairness = pool_fairness_bounds<>;
 
 #if ASYNC_CPLUSPLUS < 17
 // The definitions that a use by reference (odr-use) needs before C++17's inline variables.
-constexpr unsigned pool_fairness::next_in_a_row;
-constexpr unsigned pool_fairness::shared_every;
-constexpr std::size_t pool_fairness::batch_max;
-constexpr std::size_t pool_fairness::lanes_max;
+template <typename V>
+constexpr unsigned pool_fairness_bounds<V>::next_in_a_row;
+template <typename V>
+constexpr unsigned pool_fairness_bounds<V>::shared_every;
+template <typename V>
+constexpr std::size_t pool_fairness_bounds<V>::batch_max;
+template <typename V>
+constexpr std::size_t pool_fairness_bounds<V>::lanes_max;
 #endif
 
 /// Host: what the scheduler tells its owner, called with none of the scheduler's locks held:
