@@ -20,12 +20,17 @@
 //   auto strand = net::make_strand(ex);       // strand handlers: one at a time, in post order
 //   std::future<int> r = net::post(ex, net::use_future([] { return 42; }));
 //   net::co_spawn(ex, coroutine(), net::detached);   // C++20
+//   net::execution::execute(net::require(ex, net::execution::blocking.always), f);  // waits
+//   context.join();                           // until the work is done (or stop())
+//   context.stop();                           // nothing more starts; the destructor then
+//                                             // destroys what is queued and pending
 //
-// (net = boost::asio or asio.) Handlers run as the pool's execute() tasks: an exception that
-// escapes one goes to the pool's exception handler (threadpool::set_exception_handler;
-// std::terminate by default) and the pool goes on. Resizing the pool, pausing it at size 0
-// included, is fine while handlers run or wait. threadpool::cancel_pending() leaves the
-// context's functions queued (Asio expects each to run: a strand would stay locked for good).
+// (net = boost::asio or asio.) The life cycle is Asio's thread_pool's: see asio_context.
+// Handlers run as the pool's execute() tasks: an exception that escapes one goes to the pool's
+// exception handler (threadpool::set_exception_handler; std::terminate by default) and the
+// pool goes on. Resizing the pool, pausing it at size 0 included, is fine while handlers run
+// or wait. threadpool::cancel_pending() leaves a running context's functions queued (Asio
+// expects each to run: a strand would stay locked for good).
 #ifndef ASYNC_ASIO_H
 #define ASYNC_ASIO_H
 
@@ -39,14 +44,21 @@
 #include <boost/asio/execution_context.hpp>
 #endif
 
+#include "detail/perturb.h"
+#include "detail/task.h"
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdio>
+#include <exception>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace async {
 namespace detail {
@@ -57,78 +69,151 @@ namespace net = ::boost::asio;
 #endif
 } // namespace detail
 
-/// An Asio execution context whose executor runs functions on an async::threadpool. The pool
-/// must outlive the context. Thread-safe, except for construction and destruction.
+/// An Asio execution context whose executor runs functions on an async::threadpool, with the
+/// life cycle of Asio's thread_pool: join() waits until the work is done, stop() ends it early,
+/// and the destructor stops, waits only for the functions that are running, then shuts the
+/// services down (destroying their pending operations: a self-owning session or timer ends
+/// there). The pool must outlive the context. Thread-safe, except for construction and
+/// destruction.
+///
+/// What becomes of the work:
+///   - queued functions (submitted through the context's executors, not started): run, unless
+///     the context is stopped first; then they are destroyed without being run, by the pool's
+///     worker that reaches them, by join(), or by the destructor;
+///   - functions submitted after stop() are never run: they are kept until the destructor,
+///     which destroys them after the services' shutdown (as Asio's contexts destroy the
+///     handlers left in their queues); those submitted after the destruction, through an
+///     executor that tracks work (the one an I/O object on another context keeps for a handler
+///     bound to ours), are dropped at once;
+///   - running functions finish; stop() neither waits for them nor interrupts them;
+///   - pending operations (a timer, a socket's read, a co_spawn'ed coroutine's await) are held
+///     by the services and destroyed by the destructor's shutdown; their handlers never run.
 class asio_context : public detail::net::execution_context {
 public:
   class executor_type;
 
-  /// A context over `pool`. Not thread-safe (construction).
-  explicit asio_context(threadpool& pool) : pool_(pool) {}
+  /// A context over `pool`. Throws std::bad_alloc. Not thread-safe (construction).
+  explicit asio_context(threadpool& pool) : state_(new state(this, pool)) {}
 
   asio_context(const asio_context&) = delete;
   asio_context& operator=(const asio_context&) = delete;
 
-  /// Waits as join() does, then shuts the context's services down (the strands' included);
-  /// with the pool paused at size 0 it waits until the pool is resized. From one of the pool's
-  /// tasks, only a context with nothing to wait for may be destroyed (no function submitted
-  /// through it queued or running, no executor of it tracking work: after join(), or never
-  /// used); otherwise the task would wait on the pool, perhaps for itself, and the program
-  /// ends (a message on stderr, then std::terminate). Not thread-safe (destruction).
+  /// Stops the context, waits until no function of it is running (functions that will not run
+  /// are destroyed meanwhile), shuts the services down (the pending operations, and the
+  /// functions submitted after stop(), are destroyed), and destroys them. Work that executors
+  /// track is not waited for: call join() first to let the work end by itself. Executors that
+  /// track work may outlive the context (a handler bound to ours, pending on another context):
+  /// what they submit later is dropped unrun. From one of the pool's tasks, the destructor
+  /// waits as from outside; from a function of this context (which would wait for itself) it
+  /// ends the program (a message on stderr, then std::terminate). Not thread-safe
+  /// (destruction).
   ~asio_context() {
-    if (pool_.running_in_this_thread() && !done_now()) {
-      std::fputs("async::asio_context: destroyed from a task of its pool while functions "
-                 "submitted through it are queued or running, or an executor of it tracks "
-                 "work (std::terminate)\n",
+    stop();
+    if (running_frame::runs(state_)) {
+      std::fputs("async::asio_context: destroyed from one of its own functions, which it "
+                 "would wait for (std::terminate)\n",
                  stderr);
       std::terminate();
     }
-    wait_until_done();
+    settle();
     shutdown();
+    drain_parked(false);
     destroy();
+    if (drain_parked(true)) {
+      delete state_;
+    }
   }
 
   /// An executor of this context (blocking.possibly, outstanding_work.untracked,
   /// relationship.fork). Thread-safe.
   executor_type get_executor() noexcept;
 
+  /// get_executor() under the name that Asio's thread_pool also gives it. Thread-safe.
+  executor_type executor() noexcept;
+
   /// The pool that runs the context's functions. Thread-safe.
-  threadpool& pool() const noexcept { return pool_; }
+  threadpool& pool() const noexcept { return state_->pool; }
+
+  /// Stops the context: no function submitted through it starts any more (see the class
+  /// comment for what becomes of them), and join() returns once those running have returned.
+  /// Returns at once; may be called from anywhere, a function of the context included, any
+  /// number of times. There is no restart. Thread-safe.
+  void stop() noexcept {
+    // (AC3) seq_cst: with (AC1), (AC2) and (AC4): a submitter either sees the flag, or the
+    // waiter sees its count.
+    state_->stopped.store(true, std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->done.notify_all();
+  }
+
+  /// Whether stop() has been called. Thread-safe.
+  bool stopped() const noexcept { return state_->stopped.load(std::memory_order_acquire); }
 
   /// Blocks until no function submitted through this context's executors is queued or running
   /// (those they submit included) and no executor of it tracks outstanding work
-  /// (outstanding_work.tracked, such as an executor_work_guard's). Throws std::logic_error when
-  /// called from one of the pool's tasks (it could wait for itself). Thread-safe (blocks).
+  /// (outstanding_work.tracked, such as an executor_work_guard's), as Asio's thread_pool::join
+  /// does; or, once the context is stopped, until no function of it is running. Throws
+  /// std::logic_error when called from one of the pool's tasks (it could wait for itself).
+  /// Thread-safe (blocks).
   void join() {
-    if (pool_.running_in_this_thread()) {
+    if (state_->pool.running_in_this_thread()) {
       throw std::logic_error("async::asio_context: join() from one of the pool's tasks");
     }
-    wait_until_done();
+    settle();
   }
+
+  /// join() under the name of Asio's thread_pool::wait(). Thread-safe (blocks).
+  void wait() { join(); }
 
   /// How many executors of this context track outstanding work right now. Thread-safe.
-  std::size_t outstanding_work() const noexcept { return work_.load(std::memory_order_acquire); }
+  std::size_t outstanding_work() const noexcept {
+    return state_->work.load(std::memory_order_acquire);
+  }
 
 private:
-  // A count that join() waits on. It reaches zero only under mutex_, where join() looks: so a
-  // join() that sees zero has nobody left inside count_down (the context may die at once).
+  // What the context's executors and functions share. It outlives the context while an
+  // executor that tracks work exists: such an executor may be destroyed, or used, after the
+  // context (a handler bound to ours, pending on an io_context that outlives it).
+  struct state {
+    state(asio_context* c, threadpool& p) noexcept : context(c), pool(p) {}
+    asio_context* context; // null once the context is destroyed (under mutex)
+    threadpool& pool;
+    std::atomic<std::size_t> inflight{0}; // functions counted in (enter), not yet destroyed
+    std::atomic<std::size_t> work{0};     // executors tracking outstanding work
+    std::atomic<bool> stopped{false};
+    std::mutex mutex;
+    std::condition_variable done;     // a count reached zero, or stop()
+    std::vector<detail::task> parked; // submitted after stop(), not run (under mutex)
+  };
+
+  // A count that join() waits on. It reaches zero only under the mutex, where join() looks: so
+  // a join() that sees zero has nobody left inside count_down (the context may die at once).
   //
-  // count_up may be relaxed: it is sequenced before the submission it counts (or, for work,
-  // before the executor that tracks it is handed on), and join() owes a wait only to what was
-  // submitted before it was called. A task that submits more counts up before its own
-  // count_down (acq_rel) releases it, and the counter's modification order then puts the count
-  // up first, so the count cannot touch zero between the two.
-  void count_up(std::atomic<std::size_t>& count) noexcept {
+  // The work count's count_up may be relaxed: it is sequenced before the executor that tracks
+  // it is handed on, and join() owes a wait only to what was tracked before it was called. A
+  // function that submits more counts up before its own count_down (acq_rel) releases it, and
+  // the counter's modification order then puts the count up first, so the count cannot touch
+  // zero between the two.
+  static void count_up(std::atomic<std::size_t>& count) noexcept {
     count.fetch_add(1, std::memory_order_relaxed);
   }
-  void count_down(std::atomic<std::size_t>& count) noexcept {
+  static void count_down(state& s, std::atomic<std::size_t>& count) noexcept {
     std::size_t c = count.load(std::memory_order_relaxed);
     for (;;) {
       if (c == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        // acq_rel: what the function did happens before join() returns (its acquire loads).
-        if (count.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          done_.notify_all();
+        bool orphaned = false;
+        {
+          std::lock_guard<std::mutex> lock(s.mutex);
+          // acq_rel: what the function did happens before join() returns (its acquire loads).
+          if (count.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            s.done.notify_all();
+            // The last executor tracking work of a destroyed context: the state goes with it.
+            orphaned = s.context == nullptr && s.work.load(std::memory_order_relaxed) == 0 &&
+                       s.inflight.load(std::memory_order_relaxed) == 0;
+          }
+        }
+        if (orphaned) {
+          delete &s;
         }
         return;
       }
@@ -140,88 +225,199 @@ private:
     }
   }
 
-  // Whether nothing is left to wait for (checked under mutex_, where the counts reach zero:
-  // nobody is left inside count_down then).
-  bool done_now() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return inflight_.load(std::memory_order_acquire) == 0 &&
-           work_.load(std::memory_order_acquire) == 0;
+  // Counts a function in before it is run or queued; false when the context is stopped (the
+  // count is taken all the same: the caller hands it to a finisher). (AC1) and (AC2) seq_cst:
+  // see stop().
+  static bool enter(state& s) noexcept {
+    s.inflight.fetch_add(1, std::memory_order_seq_cst); // (AC1)
+    ASYNC_PERTURB();                                    // counted, the flag not yet read
+    return !s.stopped.load(std::memory_order_seq_cst);  // (AC2)
   }
 
-  void wait_until_done() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (inflight_.load(std::memory_order_acquire) != 0 ||
-           work_.load(std::memory_order_acquire) != 0) {
-      done_.wait(lock);
-    }
-  }
-
-  // Counts a function from submission to the destruction of the last of its state (which may
-  // use the context's services: a strand's), however the task ends.
+  // Drops one function's count, however its run ends, after the last of its state is gone
+  // (which may use the context's services: a strand's).
   class finisher {
   public:
-    explicit finisher(asio_context* context) noexcept : context_(context) {
-      context_->count_up(context_->inflight_);
-    }
-    finisher(finisher&& other) noexcept : context_(other.context_) { other.context_ = nullptr; }
+    explicit finisher(state& s) noexcept : state_(&s) {} // adopts the count that enter() took
+    finisher(finisher&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
     finisher(const finisher&) = delete;
     finisher& operator=(const finisher&) = delete;
     finisher& operator=(finisher&&) = delete;
     ~finisher() {
-      if (context_ != nullptr) {
-        context_->count_down(context_->inflight_);
+      if (state_ != nullptr) {
+        count_down(*state_, state_->inflight);
       }
     }
+    state* owner() const noexcept { return state_; }
 
   private:
-    asio_context* context_;
+    state* state_;
   };
 
-  // A submitted function with its count. The finisher is declared first, so destroyed last:
-  // the function's state is gone before the count drops. threadpool::cancel_pending() leaves
-  // it queued: Asio expects every function it submits to run (a strand marks itself busy when
-  // it submits its invoker, and only the invoker's run clears the mark).
+  // The functions of which contexts the calling thread is running, innermost first (a
+  // function may dispatch one of another context inline). The destructor looks for its own.
+  struct running_frame {
+    explicit running_frame(const state* s) noexcept : owner(s), below(top()) { top() = this; }
+    running_frame(const running_frame&) = delete;
+    running_frame& operator=(const running_frame&) = delete;
+    ~running_frame() { top() = below; }
+    static running_frame*& top() noexcept {
+      static thread_local running_frame* innermost = nullptr;
+      return innermost;
+    }
+    static bool runs(const state* s) noexcept {
+      for (const running_frame* f = top(); f != nullptr; f = f->below) {
+        if (f->owner == s) {
+          return true;
+        }
+      }
+      return false;
+    }
+    const state* owner;
+    running_frame* below;
+  };
+
+  // A queued function with its count. The finisher is declared first, so destroyed last: the
+  // function's state is gone before the count drops. threadpool::cancel_pending() leaves it
+  // queued: Asio expects every function it submits to a running context to run (a strand marks
+  // itself busy when it submits its invoker, and only the invoker's run clears the mark). Its
+  // owner is the context's state: a stopped context discards its own (discard_owned).
   template <typename F>
   struct counted_function {
     using async_keep_on_cancel = std::true_type;
     finisher count;
     F f;
-    void operator()() { f(); }
+    void operator()() {
+      // relaxed: a function that misses a stop() made meanwhile was running when it came.
+      if (count.owner()->stopped.load(std::memory_order_relaxed)) {
+        return; // not run: destroyed with the task
+      }
+      const running_frame frame(count.owner());
+      f();
+    }
+    const void* async_owner() const noexcept { return count.owner(); }
   };
 
+  // Queues f on the pool; after stop(), sets it aside instead.
   template <typename F>
-  void submit(F&& f) {
+  static void submit(state& s, F&& f) {
     using function = typename std::decay<F>::type;
-    pool_.execute(counted_function<function>{finisher(this), function(std::forward<F>(f))});
+    if (!enter(s)) {
+      set_aside(s, std::forward<F>(f));
+      return;
+    }
+    s.pool.execute(counted_function<function>{finisher(s), function(std::forward<F>(f))});
   }
 
-  threadpool& pool_;
-  std::atomic<std::size_t> inflight_{0}; // functions submitted and not yet destroyed
-  std::atomic<std::size_t> work_{0};     // executors tracking outstanding work
-  std::mutex mutex_;
-  std::condition_variable done_;
+  // A function submitted after stop() (its count taken by enter): kept, unrun, for the
+  // destructor, which destroys it after the services' shutdown; dropped at once when the
+  // context is gone.
+  template <typename F>
+  static void set_aside(state& s, F&& f) {
+    const finisher count(s); // declared first: drops the count after the lock is released
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.context != nullptr) {
+      s.parked.emplace_back(std::forward<F>(f)); // throws std::bad_alloc: f dropped
+    }
+  }
+
+  // Waits: with the context running, until no function is in flight and no work is tracked
+  // (or until stop()); once stopped, until no function is in flight. Then the functions still
+  // queued are discarded here, and those that the pool's workers reach are destroyed unrun; what
+  // is left runs (it was running when stop() came), or waits in a worker's hands or behind a
+  // running task in its next slot, and counts down when done. A worker that retires meanwhile
+  // hands its queue back to the lanes, so the queues are looked at again now and then.
+  void settle() {
+    state& s = *state_;
+    std::chrono::milliseconds pause(1);
+    std::unique_lock<std::mutex> lock(s.mutex);
+    for (;;) {
+      if (!s.stopped.load(std::memory_order_seq_cst)) {
+        if (s.inflight.load(std::memory_order_acquire) == 0 &&
+            s.work.load(std::memory_order_acquire) == 0) {
+          return;
+        }
+        s.done.wait(lock);
+        continue;
+      }
+      if (s.inflight.load(std::memory_order_seq_cst) == 0) { // (AC4)
+        return;
+      }
+      lock.unlock();
+      try {
+        s.pool.discard_owned(&s); // their destructors count down (the mutex is free)
+      } catch (const std::bad_alloc&) {
+        // nothing discarded: looked at again after the pause
+      }
+      lock.lock();
+      if (s.inflight.load(std::memory_order_seq_cst) == 0) {
+        return;
+      }
+      s.done.wait_for(lock, pause);
+      if (pause < std::chrono::milliseconds(64)) {
+        pause *= 2;
+      }
+    }
+  }
+
+  // Destroys the functions set aside after stop() (their destructors may set more aside);
+  // `last`: then marks the context gone, and says whether nothing refers to the state any
+  // more (otherwise the last executor tracking work deletes it).
+  bool drain_parked(bool last) {
+    state& s = *state_;
+    for (;;) {
+      std::vector<detail::task> doomed;
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.parked.empty()) {
+          if (!last) {
+            return false;
+          }
+          s.context = nullptr;
+          return s.work.load(std::memory_order_relaxed) == 0 &&
+                 s.inflight.load(std::memory_order_relaxed) == 0;
+        }
+        doomed.swap(s.parked);
+      }
+      doomed.clear(); // outside the lock
+    }
+  }
+
+  state* state_;
 };
 
-/// The executor of an asio_context: a pointer to the context and its properties (blocking,
-/// outstanding_work, relationship), which require() changes. Executors compare equal when
-/// they have the same context and the same properties. A tracked executor (outstanding_work
-/// .tracked) counts in asio_context::outstanding_work() for as long as it exists. Thread-safe
-/// as a value (copies may be used from any thread).
+/// The executor of an asio_context: a pointer to the context's shared state and its properties
+/// (blocking, outstanding_work, relationship), which require() changes. Executors compare
+/// equal when they have the same context and the same properties. A tracked executor
+/// (outstanding_work.tracked) counts in asio_context::outstanding_work() for as long as it
+/// exists, and may outlive the context (what it submits then is dropped unrun); an untracked
+/// one must not be used after the context is destroyed. Thread-safe as a value (copies may be
+/// used from any thread).
+///
+/// Properties (query and require): blocking (possibly, the default: dispatch runs at once on
+/// the pool's threads; never: post and defer; always: runs at once on the pool's threads, else
+/// waits for the function to finish), outstanding_work (untracked, the default; tracked),
+/// relationship (fork, the default; continuation: accepted, no effect). Queries only: context
+/// (the asio_context), mapping (thread), occupancy (the pool's size). Not offered: allocator
+/// (prefer() passes over it: tasks are allocated as threadpool::execute allocates them) and
+/// bulk execution.
 class asio_context::executor_type {
   using blocking_t = detail::net::execution::blocking_t;
   using outstanding_work_t = detail::net::execution::outstanding_work_t;
   using relationship_t = detail::net::execution::relationship_t;
+  using mapping_t = detail::net::execution::mapping_t;
+  using occupancy_t = detail::net::execution::occupancy_t;
 
-  static constexpr unsigned never_bit = 1;        // blocking.never (else possibly)
+  static constexpr unsigned never_bit = 1;        // blocking.never
   static constexpr unsigned tracked_bit = 2;      // outstanding_work.tracked (else untracked)
   static constexpr unsigned continuation_bit = 4; // relationship.continuation (else fork)
+  static constexpr unsigned always_bit = 8;       // blocking.always (neither: possibly)
 
 public:
-  executor_type(const executor_type& other) noexcept
-      : context_(other.context_), bits_(other.bits_) {
+  executor_type(const executor_type& other) noexcept : state_(other.state_), bits_(other.bits_) {
     track();
   }
-  executor_type(executor_type&& other) noexcept : context_(other.context_), bits_(other.bits_) {
+  executor_type(executor_type&& other) noexcept : state_(other.state_), bits_(other.bits_) {
     other.bits_ &= ~tracked_bit; // the count moves with it
   }
   executor_type& operator=(const executor_type& other) noexcept {
@@ -243,11 +439,12 @@ public:
   // ---- Asio's queries ---------------------------------------------------------------------
 
   detail::net::execution_context& query(detail::net::execution::context_t) const noexcept {
-    return *context_;
+    return *state_->context;
   }
   blocking_t query(blocking_t) const noexcept {
-    return (bits_ & never_bit) != 0 ? blocking_t(blocking_t::never)
-                                    : blocking_t(blocking_t::possibly);
+    return (bits_ & never_bit) != 0    ? blocking_t(blocking_t::never)
+           : (bits_ & always_bit) != 0 ? blocking_t(blocking_t::always)
+                                       : blocking_t(blocking_t::possibly);
   }
   outstanding_work_t query(outstanding_work_t) const noexcept {
     return (bits_ & tracked_bit) != 0 ? outstanding_work_t(outstanding_work_t::tracked)
@@ -257,22 +454,32 @@ public:
     return (bits_ & continuation_bit) != 0 ? relationship_t(relationship_t::continuation)
                                            : relationship_t(relationship_t::fork);
   }
+  static constexpr mapping_t query(mapping_t) noexcept { return mapping_t::thread; }
+  /// The pool's size now (a paused pool: 0).
+  std::size_t query(occupancy_t) const noexcept { return state_->pool.size(); }
 
   // ---- Asio's requirements ----------------------------------------------------------------
 
-  executor_type require(blocking_t::possibly_t) const noexcept { return with(never_bit, false); }
-  executor_type require(blocking_t::never_t) const noexcept { return with(never_bit, true); }
+  executor_type require(blocking_t::possibly_t) const noexcept {
+    return with(bits_ & ~(never_bit | always_bit));
+  }
+  executor_type require(blocking_t::never_t) const noexcept {
+    return with((bits_ & ~always_bit) | never_bit);
+  }
+  executor_type require(blocking_t::always_t) const noexcept {
+    return with((bits_ & ~never_bit) | always_bit);
+  }
   executor_type require(outstanding_work_t::untracked_t) const noexcept {
-    return with(tracked_bit, false);
+    return with(bits_ & ~tracked_bit);
   }
   executor_type require(outstanding_work_t::tracked_t) const noexcept {
-    return with(tracked_bit, true);
+    return with(bits_ | tracked_bit);
   }
   executor_type require(relationship_t::fork_t) const noexcept {
-    return with(continuation_bit, false);
+    return with(bits_ & ~continuation_bit);
   }
   executor_type require(relationship_t::continuation_t) const noexcept {
-    return with(continuation_bit, true);
+    return with(bits_ | continuation_bit);
   }
 
   // ---- running functions ------------------------------------------------------------------
@@ -280,14 +487,19 @@ public:
   /// Runs f() on the pool. With blocking.possibly (dispatch), when the calling thread runs one
   /// of the pool's tasks, f runs at once, before execute returns (an exception from f then
   /// reaches the caller); otherwise, and always with blocking.never (post, defer), it is
-  /// queued as the pool's execute() does. Throws std::bad_alloc (nothing queued) when memory
-  /// runs out.
+  /// queued as the pool's execute() does. With blocking.always, f runs at once on the pool's
+  /// threads, and from any other thread execute queues it and waits until it has run (or been
+  /// dropped by stop()), then throws what f threw; with the pool paused at size 0, until the
+  /// pool is resized. After stop(), f is not run (see asio_context). Throws std::bad_alloc
+  /// (nothing queued) when memory runs out.
   template <typename F>
   void execute(F&& f) const {
-    if ((bits_ & never_bit) == 0) {
+    if ((bits_ & always_bit) != 0) {
+      run_and_wait(std::forward<F>(f));
+    } else if ((bits_ & never_bit) == 0) {
       run_here_or_submit(std::forward<F>(f));
     } else {
-      context_->submit(std::forward<F>(f));
+      submit(*state_, std::forward<F>(f));
     }
   }
 
@@ -299,8 +511,8 @@ public:
 
   /// Counts outstanding work, as a tracked executor does while it exists (join() waits until
   /// every on_work_started() has had its on_work_finished()).
-  void on_work_started() const noexcept { context_->count_up(context_->work_); }
-  void on_work_finished() const noexcept { context_->count_down(context_->work_); }
+  void on_work_started() const noexcept { count_up(state_->work); }
+  void on_work_finished() const noexcept { count_down(*state_, state_->work); }
 
   /// Runs f() at once when the calling thread runs one of the pool's tasks, else queues it.
   template <typename F, typename Allocator>
@@ -310,22 +522,22 @@ public:
   /// Queues f() on the pool.
   template <typename F, typename Allocator>
   void post(F&& f, const Allocator&) const {
-    context_->submit(std::forward<F>(f));
+    submit(*state_, std::forward<F>(f));
   }
   /// Queues f() on the pool (as post).
   template <typename F, typename Allocator>
   void defer(F&& f, const Allocator&) const {
-    context_->submit(std::forward<F>(f));
+    submit(*state_, std::forward<F>(f));
   }
 
   /// The context. (Asio's older executors named it so.)
-  asio_context& context() const noexcept { return *context_; }
+  asio_context& context() const noexcept { return *state_->context; }
 
   /// Whether the calling thread runs one of the pool's tasks.
-  bool running_in_this_thread() const noexcept { return context_->pool_.running_in_this_thread(); }
+  bool running_in_this_thread() const noexcept { return state_->pool.running_in_this_thread(); }
 
   friend bool operator==(const executor_type& a, const executor_type& b) noexcept {
-    return a.context_ == b.context_ && a.bits_ == b.bits_;
+    return a.state_ == b.state_ && a.bits_ == b.bits_;
   }
   friend bool operator!=(const executor_type& a, const executor_type& b) noexcept {
     return !(a == b);
@@ -334,50 +546,111 @@ public:
 private:
   friend class asio_context;
 
-  explicit executor_type(asio_context* context, unsigned bits = 0) noexcept
-      : context_(context), bits_(bits) {
-    track();
+  explicit executor_type(state* s, unsigned bits = 0) noexcept : state_(s), bits_(bits) { track(); }
+
+  // On one of the pool's threads: runs f here, counted while it runs as a queued function is
+  // (the caller may be a task of another context over the same pool, or a plain pool task,
+  // which join() does not wait for).
+  template <typename F>
+  bool run_here(F&& f) const {
+    if (!state_->pool.running_in_this_thread()) {
+      return false;
+    }
+    state& s = *state_;
+    if (!enter(s)) {
+      set_aside(s, std::forward<F>(f));
+      return true;
+    }
+    const finisher count(s); // declared first: drops after the function's state is gone
+    typename std::decay<F>::type local(std::forward<F>(f));
+    const running_frame frame(&s);
+    local();
+    return true;
   }
 
   template <typename F>
   void run_here_or_submit(F&& f) const {
-    if (context_->pool_.running_in_this_thread()) {
-      // Counted while it runs, as a queued function is: the caller may be a task of another
-      // context over the same pool (or a plain pool task), which join() does not wait for.
-      // The count is declared first, so it drops after the function's state is gone.
-      const finisher count(context_);
-      typename std::decay<F>::type local(std::forward<F>(f));
-      local();
-      return;
+    if (!run_here(std::forward<F>(f))) {
+      submit(*state_, std::forward<F>(f));
     }
-    context_->submit(std::forward<F>(f));
   }
 
-  executor_type with(unsigned bit, bool on) const noexcept {
-    return executor_type(context_, on ? (bits_ | bit) : (bits_ & ~bit));
+  // blocking.always from outside the pool: the queued call refers to the caller's function
+  // and settles the caller's wait when it has run, or when it is destroyed unrun.
+  template <typename F>
+  struct waited_call {
+    F* f;
+    std::promise<void> settled;
+    bool armed; // owns the promise, not yet settled
+
+    waited_call(F* function, std::promise<void>&& p) noexcept
+        : f(function), settled(std::move(p)), armed(true) {}
+    waited_call(waited_call&& other) noexcept
+        : f(other.f), settled(std::move(other.settled)), armed(other.armed) {
+      other.armed = false;
+    }
+    waited_call(const waited_call&) = delete;
+    waited_call& operator=(const waited_call&) = delete;
+    waited_call& operator=(waited_call&&) = delete;
+    ~waited_call() {
+      if (armed) {
+        settled.set_value(); // dropped unrun (stop): the caller goes on
+      }
+    }
+    void operator()() {
+      armed = false;
+      try {
+        (*f)();
+      } catch (...) {
+        settled.set_exception(std::current_exception());
+        return;
+      }
+      settled.set_value();
+    }
+  };
+
+  template <typename F>
+  void run_and_wait(F&& f) const {
+    typename std::decay<F>::type local(std::forward<F>(f));
+    if (run_here(std::move(local))) {
+      return;
+    }
+    if (state_->stopped.load(std::memory_order_acquire)) {
+      return; // would not run: no wait
+    }
+    std::promise<void> settled;
+    std::future<void> done = settled.get_future();
+    submit(*state_, waited_call<decltype(local)>(&local, std::move(settled)));
+    done.get(); // rethrows what f threw
   }
+
+  executor_type with(unsigned bits) const noexcept { return executor_type(state_, bits); }
 
   void track() noexcept {
     if ((bits_ & tracked_bit) != 0) {
-      context_->count_up(context_->work_);
+      count_up(state_->work);
     }
   }
   void untrack() noexcept {
     if ((bits_ & tracked_bit) != 0) {
-      context_->count_down(context_->work_);
+      count_down(*state_, state_->work);
     }
   }
   void swap(executor_type& other) noexcept {
-    std::swap(context_, other.context_);
+    std::swap(state_, other.state_);
     std::swap(bits_, other.bits_);
   }
 
-  asio_context* context_;
+  state* state_;
   unsigned bits_;
 };
 
 inline asio_context::executor_type asio_context::get_executor() noexcept {
-  return executor_type(this);
+  return executor_type(state_);
+}
+
+inline asio_context::executor_type asio_context::executor() noexcept {
+  return executor_type(state_);
 }
 
 } // namespace async

@@ -339,25 +339,14 @@ public:
   /// each discarded post()'s future reports std::future_error (broken_promise), each discarded
   /// execute() task is destroyed. Never touched: running tasks, the task that each running task
   /// may have in its worker's next slot (its first post), and what an asio_context
-  /// (async/asio.h) queued (Asio expects each to run: a strand would stay locked for good).
+  /// (async/asio.h) queued (Asio expects each to run: a strand would stay locked for good; a
+  /// stopped context discards its own).
   /// Throws std::bad_alloc, having cancelled nothing, when memory runs out before the tasks are
   /// taken; after that, a broken promise allocates its future_error in the promise's destructor,
   /// where a failed allocation ends the program, as for any std::packaged_task destroyed unrun.
   /// Thread-safe.
   std::size_t cancel_pending() {
-    std::vector<detail::task> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mutex_); // the workers' list stays as it is
-      scheduler_.take_cancellable(dropped);
-    }
-    // Destroyed outside the locks (their captures' destructors may use the pool), and counted
-    // as finished only then, as the workers count what they ran.
-    const std::size_t n = dropped.size();
-    dropped.clear();
-    if (n != 0) {
-      scheduler_.finish(n);
-    }
-    return n;
+    return discard_if([](const detail::task& t) { return t.cancellable(); }, false);
   }
 
   /// The default size: the hardware thread count, at least 1.
@@ -370,9 +359,41 @@ public:
   static int defaultpoolsize() noexcept { return default_size(); }
 
 private:
+  friend class asio_context; // discards its own queued functions when it stops (discard_owned)
+
+  // Discards the queued tasks for which drop(task) holds; with `own_next`, called from a task
+  // of this pool, first moves the task waiting in the caller's next slot to the caller's
+  // queue, so that it is found too. Returns how many.
+  template <typename Drop>
+  std::size_t discard_if(Drop drop, bool own_next) {
+    std::vector<detail::task> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_); // the workers' list stays as it is
+      if (own_next && identity::current_pool() == this) {
+        scheduler_.requeue_next(*static_cast<worker*>(identity::current_worker()));
+      }
+      scheduler_.take_if(drop, dropped);
+    }
+    // Destroyed outside the locks (their captures' destructors may use the pool), and counted
+    // as finished only then, as the workers count what they ran.
+    const std::size_t n = dropped.size();
+    dropped.clear();
+    if (n != 0) {
+      scheduler_.finish(n);
+    }
+    return n;
+  }
+
+  // The queued tasks whose callable names `owner` (detail::task::owner), that waiting in the
+  // caller's next slot included (asio_context: functions that will not run).
+  std::size_t discard_owned(const void* owner) {
+    return discard_if([owner](const detail::task& t) { return t.owner() == owner; }, true);
+  }
+
   template <typename F>
   struct guarded_call {
     using async_keep_on_cancel = detail::keep_on_cancel<F>; // as f says (asio.h's functions)
+    const void* async_owner() const noexcept { return detail::owner_of(f); }
     F f;
     threadpool* pool;
     void operator()() {

@@ -183,6 +183,30 @@ template <typename T>
 struct keep_on_cancel<T, void_t<typename T::async_keep_on_cancel>>
     : std::integral_constant<bool, T::async_keep_on_cancel::value> {};
 
+// ---- owned by an asio_context
+// --------------------------------------------------------------------
+
+/// The owner of a queued callable of type T, for a discard of one owner's tasks (an asio_context
+/// takes back what it queued when it stops): what a member `const void* async_owner() const
+/// noexcept` returns; null for a type without one.
+template <typename T, typename = void>
+struct has_owner : std::false_type {};
+template <typename T>
+struct has_owner<T, void_t<decltype(std::declval<const T&>().async_owner())>> : std::true_type {};
+
+template <typename T>
+const void* owner_of(const T& t, std::true_type /*has_owner*/) noexcept {
+  return t.async_owner();
+}
+template <typename T>
+const void* owner_of(const T&, std::false_type /*has_owner*/) noexcept {
+  return nullptr;
+}
+template <typename T>
+const void* owner_of(const T& t) noexcept {
+  return owner_of(t, has_owner<T>());
+}
+
 // ---- task ---------------------------------------------------------------------------------------
 
 /// A move-only `void()` callable. Callables of at most inline_size bytes, of fundamental
@@ -234,6 +258,9 @@ public:
   /// Whether cancel_pending() may discard the task (see keep_on_cancel).
   bool cancellable() const noexcept { return ops_ == nullptr || ops_->cancellable; }
 
+  /// The callable's owner (see has_owner); null for none, or an empty task.
+  const void* owner() const noexcept { return ops_ == nullptr ? nullptr : ops_->owner(&storage_); }
+
   void reset() noexcept {
     if (ops_ != nullptr) {
       ops_->destroy(&storage_);
@@ -248,6 +275,7 @@ private:
     void (*call)(storage_t*);
     void (*move)(storage_t* to, storage_t* from) noexcept;
     void (*destroy)(storage_t*) noexcept;
+    const void* (*owner)(const storage_t*) noexcept;
     bool cancellable;
   };
 
@@ -265,6 +293,14 @@ private:
   static D*& heap_object(storage_t* s) noexcept {
     return *reinterpret_cast<D**>(s);
   }
+  template <typename D>
+  static const D* inline_object(const storage_t* s) noexcept {
+    return reinterpret_cast<const D*>(s);
+  }
+  template <typename D>
+  static const D* heap_object(const storage_t* s) noexcept {
+    return *reinterpret_cast<D* const*>(s);
+  }
 
   template <typename D>
   struct inline_ops {
@@ -274,7 +310,8 @@ private:
       inline_object<D>(from)->~D();
     }
     static void destroy(storage_t* s) noexcept { inline_object<D>(s)->~D(); }
-    static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
+    static const void* owner(const storage_t* s) noexcept { return owner_of(*inline_object<D>(s)); }
+    static constexpr operations table{&call, &move, &destroy, &owner, !keep_on_cancel<D>::value};
   };
 
   // Aligned beyond what operator new guarantees: such a callable is allocated with
@@ -316,7 +353,8 @@ private:
     static void destroy(storage_t* s) noexcept {
       free_on_heap(heap_object<D>(s), over_aligned<D>());
     }
-    static constexpr operations table{&call, &move, &destroy, !keep_on_cancel<D>::value};
+    static const void* owner(const storage_t* s) noexcept { return owner_of(*heap_object<D>(s)); }
+    static constexpr operations table{&call, &move, &destroy, &owner, !keep_on_cancel<D>::value};
   };
 
   template <typename D, typename F>

@@ -324,11 +324,13 @@ public:
     return look(nullptr, t, seen, true);
   }
 
-  /// The host's lock held: moves every queued task that may be discarded (task::cancellable)
-  /// into `dropped`, and keeps the others where they are, in their order. Tasks in next slots
-  /// are not queued and stay. Throws std::bad_alloc, having moved nothing, when memory runs
-  /// out. The caller destroys what it got, then calls finish() with its number.
-  void take_cancellable(std::vector<task>& dropped) {
+  /// The host's lock held: moves every queued task for which `drop(task)` holds into `dropped`
+  /// (cancel_pending: task::cancellable; an asio_context: its own), and keeps the others where
+  /// they are, in their order. Tasks in next slots are not queued and stay. Throws
+  /// std::bad_alloc, having moved nothing, when memory runs out. The caller destroys what it
+  /// got, then calls finish() with its number.
+  template <typename Drop>
+  void take_if(Drop drop, std::vector<task>& dropped) {
     const std::size_t lanes = lane_mask_ + 1;
     const std::size_t entries = workers_.size();
     std::vector<std::unique_lock<word_lock<Atom>>> locks;
@@ -351,7 +353,7 @@ public:
       std::size_t kept = 0; // the tasks to keep close up at the front, in their order
       for (std::size_t i = 0; i < ring.size(); ++i) {
         task& t = ring[i];
-        if (ASYNC_LIKELY(t.cancellable())) {
+        if (drop(static_cast<const task&>(t))) {
           dropped.push_back(std::move(t)); // cannot throw: room was made
         } else {
           if (kept != i) {
@@ -364,6 +366,25 @@ public:
         ring.pop_back(); // moved from: nothing is left in it
       }
       queue.recount(locks[q]);
+    }
+  }
+
+  /// Owner, from its running task: moves the task waiting in its next slot, if any, to the back
+  /// of its own queue, where take_if finds it (the running task is about to wait for it to be
+  /// discarded). Counted there as a queued task. Without memory to queue it, it stays.
+  void requeue_next(worker& self) {
+    task t;
+    if (!self.in_task || !take_next(self, t)) {
+      return;
+    }
+    pending_.value.fetch_add(1, std::memory_order_relaxed); // no longer the running task's
+    try {
+      self.local.push(std::move(t)); // throws std::bad_alloc: t untouched
+    } catch (const std::bad_alloc&) {
+      finish(1);
+      const bool back = put_next(self, t); // the slot is empty: we emptied it
+      assert(back);
+      (void)back;
     }
   }
 
@@ -778,7 +799,7 @@ private:
 
   // Takes up to batch_max of victim's oldest tasks: the first in t, the rest to the back of
   // our own queue, in their order. Both queues are locked at once (in registry order, as
-  // take_cancellable locks them), so that the tasks are never out of every queue: a
+  // take_if locks them), so that the tasks are never out of every queue: a
   // cancel_pending() meanwhile finds them (helper-2: with a hand-over through an array, queued
   // tasks escaped it). If our queue cannot grow, one task only.
   bool steal_many(worker& self, worker& victim, task& t) {
