@@ -323,10 +323,11 @@ private:
 
   // Waits: with the context running, until no function is in flight and no work is tracked
   // (or until stop()); once stopped, until no function is in flight. Then the functions still
-  // queued are discarded here, and those that the pool's workers reach are destroyed unrun; what
-  // is left runs (it was running when stop() came), or waits in a worker's hands or behind a
-  // running task in its next slot, and counts down when done. A worker that retires meanwhile
-  // hands its queue back to the lanes, so the queues are looked at again now and then.
+  // queued, or waiting in a worker's next slot (behind a running task, perhaps the caller's),
+  // are discarded here, and those that the pool's workers reach are destroyed unrun; what is
+  // left runs (it was running when stop() came), or is in a worker's hands, and counts down
+  // when done. A worker that retires meanwhile hands its queue back to the lanes, and a
+  // running task may fill its next slot again, so the pool is looked at again now and then.
   void settle() {
     state& s = *state_;
     std::chrono::milliseconds pause(1);
@@ -615,12 +616,15 @@ private:
     if (run_here(std::move(local))) {
       return;
     }
-    if (state_->stopped.load(std::memory_order_acquire)) {
-      return; // would not run: no wait
+    state& s = *state_;
+    if (!enter(s)) {
+      const finisher count(s);
+      return; // stopped: it would not run, so nothing to wait for (not set aside: helper-3)
     }
     std::promise<void> settled;
     std::future<void> done = settled.get_future();
-    submit(*state_, waited_call<decltype(local)>(&local, std::move(settled)));
+    using call = waited_call<decltype(local)>;
+    s.pool.execute(counted_function<call>{finisher(s), call(&local, std::move(settled))});
     done.get(); // rethrows what f threw
   }
 

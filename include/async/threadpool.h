@@ -361,18 +361,27 @@ public:
 private:
   friend class asio_context; // discards its own queued functions when it stops (discard_owned)
 
-  // Discards the queued tasks for which drop(task) holds; with `own_next`, called from a task
-  // of this pool, first moves the task waiting in the caller's next slot to the caller's
-  // queue, so that it is found too. Returns how many.
+  // Discards the queued tasks for which drop(task) holds; with `next_slots`, also those that
+  // wait in the workers' next slots (the others found there are queued again, on the lanes).
+  // Returns how many.
   template <typename Drop>
-  std::size_t discard_if(Drop drop, bool own_next) {
+  std::size_t discard_if(Drop drop, bool next_slots) {
     std::vector<detail::task> dropped;
+    std::vector<detail::task> claimed;
     {
       std::lock_guard<std::mutex> lock(mutex_); // the workers' list stays as it is
-      if (own_next && identity::current_pool() == this) {
-        scheduler_.requeue_next(*static_cast<worker*>(identity::current_worker()));
-      }
       scheduler_.take_if(drop, dropped);
+      if (next_slots) {
+        dropped.reserve(dropped.size() + scheduler_.workers()); // room before the claims
+        scheduler_.claim_next_slots(claimed);
+      }
+    }
+    for (detail::task& t : claimed) {
+      if (drop(static_cast<const detail::task&>(t))) {
+        dropped.push_back(std::move(t)); // cannot throw: room was made
+      } else {
+        scheduler_.resubmit(std::move(t));
+      }
     }
     // Destroyed outside the locks (their captures' destructors may use the pool), and counted
     // as finished only then, as the workers count what they ran.
@@ -384,8 +393,8 @@ private:
     return n;
   }
 
-  // The queued tasks whose callable names `owner` (detail::task::owner), that waiting in the
-  // caller's next slot included (asio_context: functions that will not run).
+  // The queued tasks whose callable names `owner` (detail::task::owner), those waiting in next
+  // slots included (asio_context: functions that will not run).
   std::size_t discard_owned(const void* owner) {
     return discard_if([owner](const detail::task& t) { return t.owner() == owner; }, true);
   }

@@ -487,6 +487,59 @@ TEST_CASE("blocking.always waits for a queued function that a stop then discards
   CHECK_FALSE(ran);
 }
 
+TEST_CASE("blocking.always callers racing stop() all return before the destructor", "[asio]") {
+  // A call that came just after stop() was set aside with the functions posted after it, and
+  // its caller waited until the destructor (helper-3: 6 runs of 6 hung within 300 rounds).
+  const int rounds = static_cast<int>(async_test::scaled(200, 40));
+  threadpool pool(2);
+  for (int round = 0; round < rounds; ++round) {
+    asio_context context(pool);
+    const auto always = net::require(context.get_executor(), net::execution::blocking.always);
+    std::atomic<long> ran{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 3; ++t) {
+      callers.emplace_back([&] {
+        while (!context.stopped()) {
+          net::execution::execute(always, [&ran] { ran.fetch_add(1); });
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * (round % 8)));
+    context.stop();
+    ends_within(20s, "blocking.always callers after stop()", [&] {
+      for (auto& c : callers) {
+        c.join();
+      }
+    });
+  }
+}
+
+TEST_CASE("the destructor takes back a function waiting behind a busy worker's task", "[asio]") {
+  // A plain task posts to the context (its worker's next slot) and goes on running; the pool
+  // has no other worker to take it: the destructor waited for it (helper-3).
+  threadpool pool(1);
+  auto life = std::make_shared<int>(0);
+  std::atomic<int> ran{0};
+  std::atomic<bool> gone{false};
+  std::promise<void> posted;
+  std::unique_ptr<asio_context> context(new asio_context(pool));
+  auto ex = context->get_executor();
+  pool.execute([&, ex] {
+    net::post(ex, [&ran, life] { ran.fetch_add(1); });
+    posted.set_value();
+    while (!gone.load()) {
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  posted.get_future().wait();
+  ends_within(20s, "destroying a context whose function waits in a busy worker's next slot",
+              [&] { context.reset(); });
+  gone = true;
+  CHECK(pool.wait_idle_for(20s));
+  CHECK(ran.load() == 0);
+  CHECK(lives(life) == 0);
+}
+
 TEST_CASE("a plain pool task may destroy a context; its own post to it is discarded", "[asio]") {
   // The post lands in the task's next slot (its worker's only successor), which nobody else
   // would take from a pool of one: the destructor takes it back first.

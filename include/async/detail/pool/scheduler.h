@@ -204,6 +204,9 @@ public:
   /// The host's lock held: w's thread has been joined; the entry may be reused.
   void release(worker& w) noexcept { workers_.release(w); }
 
+  /// The host's lock held: how many worker entries there are (retired and vacant included).
+  std::size_t workers() const noexcept { return workers_.size(); }
+
   /// Workers not retired.
   std::size_t active() const noexcept { return active_.load(std::memory_order_relaxed); }
 
@@ -369,23 +372,38 @@ public:
     }
   }
 
-  /// Owner, from its running task: moves the task waiting in its next slot, if any, to the back
-  /// of its own queue, where take_if finds it (the running task is about to wait for it to be
-  /// discarded). Counted there as a queued task. Without memory to queue it, it stays.
-  void requeue_next(worker& self) {
-    task t;
-    if (!self.in_task || !take_next(self, t)) {
-      return;
+  /// The host's lock held: claims the task waiting in every worker's next slot, as an idle
+  /// worker claims a stale one, into `claimed` (each counted as pending: the caller finishes
+  /// those it destroys, and gives the others back with resubmit()). For a discard that must
+  /// find every queued task of one owner, also one that waits behind a busy worker's running
+  /// task. Throws std::bad_alloc, having claimed nothing, when memory runs out.
+  void claim_next_slots(std::vector<task>& claimed) {
+    const std::size_t entries = workers_.size();
+    claimed.reserve(claimed.size() + entries); // then the claims below cannot throw
+    for (std::size_t i = 0; i < entries; ++i) {
+      worker& w = workers_[i];
+      const std::uint64_t word = w.next.word();
+      task t;
+      if (next_slot<Atom>::holds_task(word) && claim_next(nullptr, w, word, t)) {
+        claimed.push_back(std::move(t));
+      }
     }
-    pending_.value.fetch_add(1, std::memory_order_relaxed); // no longer the running task's
-    try {
-      self.local.push(std::move(t)); // throws std::bad_alloc: t untouched
-    } catch (const std::bad_alloc&) {
-      finish(1);
-      const bool back = put_next(self, t); // the slot is empty: we emptied it
-      assert(back);
-      (void)back;
+  }
+
+  /// Queues again, as an outside post, a task that claim_next_slots() took and that is not to
+  /// be discarded (already counted). Waits for memory when there is none. Call it without the
+  /// host's lock (it may tell the host that the task is orphaned).
+  void resubmit(task&& t) {
+    for (;;) {
+      try {
+        push_shared(std::move(t)); // throws std::bad_alloc: t untouched
+        break;
+      } catch (const std::bad_alloc&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
+    idle_.notify();
+    orphan_check();
   }
 
 private:
