@@ -22,8 +22,6 @@ using error_code = ::boost::system::error_code;
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -38,35 +36,18 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-// Runs body on a thread of its own; when it has not returned within `limit` (a destructor
-// that waits for ever), the test program ends with a message instead of waiting for ctest's
-// timeout.
+// Runs body; when it has not returned within `limit` (a destructor that waits for ever), the
+// test program ends with a message instead of waiting for ctest's timeout.
 template <typename Body>
 void ends_within(std::chrono::seconds limit, const char* what, Body body) {
-  std::packaged_task<void()> task(body);
-  std::future<void> done = task.get_future();
-  std::thread runner(std::move(task));
-  if (done.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr, "did not end within %lld s: %s\n", static_cast<long long>(limit.count()),
-                 what);
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-  runner.join();
-  done.get();
+  const async_test::scoped_watchdog watchdog(limit, what);
+  body();
 }
 
 // Waits (bounded) until pred() holds; false on timeout.
 template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 20s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) {
-      return false;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+bool eventually(Pred pred) {
+  return async_test::eventually_equal(pred, true, 20s);
 }
 
 // A handler's share of a life count: every copy holds the token, so token.use_count() - 1 is
@@ -159,6 +140,33 @@ struct client {
   }
 };
 
+// Starts a server with start(context, life), which returns its port; serves two clients; ends
+// the context from outside (its destructor) or, `inside`, from a session's handler (a client
+// sends "stop") and then the destructor. Every object of the server must then be gone, and the
+// clients read end-of-file.
+template <typename Start>
+void serve_then_end(threadpool& pool, bool inside, const char* what, Start start) {
+  CAPTURE(inside);
+  auto life = std::make_shared<int>(0);
+  std::unique_ptr<client> a;
+  std::unique_ptr<client> b;
+  ends_within(30s, what, [&] {
+    asio_context context(pool);
+    const unsigned short port = start(context, life);
+    a.reset(new client(port));
+    b.reset(new client(port));
+    CHECK(a->echo("hello") == "hello");
+    CHECK(b->echo("world") == "world");
+    if (inside) {
+      CHECK(a->echo("stop") == "stop"); // the session's handler stops the context
+      REQUIRE(eventually([&] { return context.stopped(); }));
+    }
+  });
+  CHECK(lives(life) == 0);
+  CHECK(a->closed_by_server());
+  CHECK(b->closed_by_server());
+}
+
 } // namespace
 
 TEST_CASE("stop: queued functions are not run, running ones finish, join returns", "[asio]") {
@@ -225,23 +233,11 @@ TEST_CASE("a paused pool: stop and the destructor discard what is queued, and re
   CHECK(ran.load() == 1);
 }
 
-TEST_CASE("join then destroy runs everything; destroying at once runs nothing queued", "[asio]") {
+TEST_CASE("destroying at once runs nothing queued: a strand stops where it is", "[asio]") {
+  // (join() then destruction runs everything: "join waits for the handlers".)
   threadpool pool(2);
   std::atomic<int> ran{0};
-  {
-    asio_context context(pool);
-    auto strand = net::make_strand(context.get_executor());
-    for (int i = 0; i < 50; ++i) {
-      net::post(strand, [&ran] {
-        std::this_thread::sleep_for(100us);
-        ran.fetch_add(1);
-      });
-    }
-    context.join();
-  }
-  CHECK(ran.load() == 50);
   auto life = std::make_shared<int>(0);
-  ran = 0;
   {
     asio_context context(pool);
     auto strand = net::make_strand(context.get_executor());
@@ -344,29 +340,13 @@ TEST_CASE("a handler bound to the context, pending on an io_context that outlive
 
 TEST_CASE("a TCP server on the context ends with it, from outside and from a handler", "[asio]") {
   threadpool pool(2);
-  for (int inside = 0; inside < 2; ++inside) {
-    CAPTURE(inside);
-    auto life = std::make_shared<int>(0);
-    std::unique_ptr<client> a;
-    std::unique_ptr<client> b;
-    ends_within(30s, "a context with a self-owning accept loop and sessions", [&] {
-      asio_context context(pool);
-      auto server = std::make_shared<listener>(context, life);
-      server->accept();
-      const unsigned short port = server->port();
-      server.reset(); // the pending accept owns it now
-      a.reset(new client(port));
-      b.reset(new client(port));
-      CHECK(a->echo("hello") == "hello");
-      CHECK(b->echo("world") == "world");
-      if (inside != 0) {
-        CHECK(a->echo("stop") == "stop"); // the session's handler stops the context
-        REQUIRE(eventually([&] { return context.stopped(); }));
-      }
-    });
-    CHECK(lives(life) == 0); // the listener and both sessions were destroyed
-    CHECK(a->closed_by_server());
-    CHECK(b->closed_by_server());
+  for (bool inside : {false, true}) {
+    serve_then_end(pool, inside, "a context with a self-owning accept loop and sessions",
+                   [](asio_context& context, const token& life) {
+                     auto server = std::make_shared<listener>(context, life);
+                     server->accept(); // the pending accept owns it from here
+                     return server->port();
+                   });
   }
 }
 
@@ -400,30 +380,16 @@ net::awaitable<void> accept_loop(tcp::acceptor acceptor, asio_context& context, 
 TEST_CASE("a co_spawn'ed server on the context ends with it, from outside and from a handler",
           "[asio]") {
   threadpool pool(2);
-  for (int inside = 0; inside < 2; ++inside) {
-    CAPTURE(inside);
-    auto life = std::make_shared<int>(0);
-    std::unique_ptr<client> a;
-    std::unique_ptr<client> b;
-    ends_within(30s, "a context with a co_spawn'ed server", [&] {
-      asio_context context(pool);
-      tcp::acceptor acceptor(context.get_executor(),
-                             tcp::endpoint(net::ip::address_v4::loopback(), 0));
-      const unsigned short port = acceptor.local_endpoint().port();
-      net::co_spawn(context.get_executor(), accept_loop(std::move(acceptor), context, life),
-                    net::detached);
-      a.reset(new client(port));
-      b.reset(new client(port));
-      CHECK(a->echo("hello") == "hello");
-      CHECK(b->echo("world") == "world");
-      if (inside != 0) {
-        CHECK(a->echo("stop") == "stop");
-        REQUIRE(eventually([&] { return context.stopped(); }));
-      }
-    });
-    CHECK(lives(life) == 0); // every frame was destroyed
-    CHECK(a->closed_by_server());
-    CHECK(b->closed_by_server());
+  for (bool inside : {false, true}) {
+    serve_then_end(pool, inside, "a context with a co_spawn'ed server",
+                   [](asio_context& context, const token& life) {
+                     tcp::acceptor acceptor(context.get_executor(),
+                                            tcp::endpoint(net::ip::address_v4::loopback(), 0));
+                     const unsigned short port = acceptor.local_endpoint().port();
+                     net::co_spawn(context.get_executor(),
+                                   accept_loop(std::move(acceptor), context, life), net::detached);
+                     return port;
+                   });
   }
 }
 #endif
