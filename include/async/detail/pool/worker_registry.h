@@ -18,6 +18,7 @@
 #include "../cache.h"
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <new>
 #include <type_traits>
@@ -26,7 +27,8 @@ namespace async {
 namespace detail {
 
 /// Worker needs `vacant` (bool, true when built) and `index` (std::size_t), both written under
-/// the host's lock. Thread-safe for lookers (size, operator[]); acquire and release need the
+/// the host's lock; `index` once, when the entry is added, since others read it without that
+/// lock. Thread-safe for lookers (size, operator[]); acquire and release need the
 /// host's lock.
 template <typename Worker, template <typename> class Atom = std::atomic>
 class worker_registry {
@@ -70,8 +72,10 @@ public:
     for (std::size_t i = 0; i < n; ++i) {
       Worker& w = (*this)[i];
       if (w.vacant) {
+        // Its index is i since it was added, and thieves read it without the host's lock
+        // (steal_many orders two locks by it): not written again.
+        assert(w.index == i);
         w.vacant = false;
-        w.index = i;
         return w;
       }
     }
