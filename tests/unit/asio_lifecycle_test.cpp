@@ -210,6 +210,32 @@ TEST_CASE("stop: queued functions are not run, running ones finish, join returns
   CHECK(ran.load() == 0);
 }
 
+TEST_CASE("after stop() a dispatch from a handler is set aside; the destructor waits for it",
+          "[asio]") {
+  // On the pool's threads dispatch and blocking.always would run the function at once: not
+  // after stop(). The running handler outlasts the destructor's first looks at the pool.
+  threadpool pool(2);
+  auto life = std::make_shared<int>(0);
+  std::atomic<int> ran{0};
+  std::promise<void> inside;
+  {
+    asio_context context(pool);
+    auto ex = context.get_executor();
+    net::post(ex, [&, ex] {
+      context.stop();
+      net::dispatch(ex, [&ran, life] { ran.fetch_add(1); });
+      net::execution::execute(net::require(ex, net::execution::blocking.always),
+                              [&ran, life] { ran.fetch_add(1); });
+      inside.set_value();
+      std::this_thread::sleep_for(300ms);
+    });
+    inside.get_future().wait();
+    CHECK(lives(life) == 2); // set aside, not run
+  }
+  CHECK(ran.load() == 0);
+  CHECK(lives(life) == 0);
+}
+
 TEST_CASE("a paused pool: stop and the destructor discard what is queued, and return", "[asio]") {
   // Before: the destructor waited until the pool was resized, for ever here.
   threadpool pool(0);
