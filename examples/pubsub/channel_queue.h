@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 // The broker's per-channel queue, chosen at start-up: a mutex + deque baseline, async::queue
-// (unbounded) or async::bounded_queue (a publisher waits while its channel is full).
+// (unbounded, lock-free) or async::bounded_queue (a fixed ring). Publishers' sessions push,
+// the channel's one drain pops; nobody waits inside the queue (the broker's flow control
+// decides who waits: broker.h).
 #ifndef ASYNC_EXAMPLES_PUBSUB_CHANNEL_QUEUE_H
 #define ASYNC_EXAMPLES_PUBSUB_CHANNEL_QUEUE_H
 
 #include <async/bounded_queue.h>
 #include <async/queue.h>
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -48,32 +49,26 @@ inline queue_kind kind_from(const std::string& name) {
                               "' (mutex_deque, queue or bounded_queue)");
 }
 
-/// Many publishers' sessions push, one dispatcher pops. close(): pushes fail from then on, pop
-/// drains what is left and then returns false.
+/// Many publishers' sessions push, one drain at a time pops. Neither call waits.
 class channel_queue {
 public:
   virtual ~channel_queue() = default;
-  virtual bool push(message m) = 0;
-  virtual bool pop(message& m) = 0;
-  virtual void close() = 0;
+  /// Moves `m` in and returns true, or returns false (the queue is full) and leaves `m` as it
+  /// was.
+  virtual bool try_push(message& m) = 0;
+  /// Takes the oldest frame; false when there is none (or the oldest is still being pushed).
+  virtual bool try_pop(message& m) = 0;
 };
 
 class mutex_deque_channel final : public channel_queue {
 public:
-  bool push(message m) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (closed_) {
-        return false;
-      }
-      items_.push_back(std::move(m));
-    }
-    ready_.notify_one();
+  bool try_push(message& m) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    items_.push_back(std::move(m));
     return true;
   }
-  bool pop(message& m) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [this] { return closed_ || !items_.empty(); });
+  bool try_pop(message& m) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (items_.empty()) {
       return false;
     }
@@ -81,26 +76,16 @@ public:
     items_.pop_front();
     return true;
   }
-  void close() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      closed_ = true;
-    }
-    ready_.notify_all();
-  }
 
 private:
   std::mutex mutex_;
-  std::condition_variable ready_;
   std::deque<message> items_;
-  bool closed_ = false;
 };
 
 class queue_channel final : public channel_queue {
 public:
-  bool push(message m) override { return queue_.enqueue(std::move(m)); }
-  bool pop(message& m) override { return queue_.blocking_dequeue(m); }
-  void close() override { queue_.close(); }
+  bool try_push(message& m) override { return queue_.enqueue(std::move(m)); }
+  bool try_pop(message& m) override { return queue_.dequeue(m); }
 
 private:
   async::queue<message> queue_;
@@ -109,9 +94,9 @@ private:
 class bounded_queue_channel final : public channel_queue {
 public:
   explicit bounded_queue_channel(std::size_t capacity) : queue_(capacity) {}
-  bool push(message m) override { return queue_.blocking_enqueue(std::move(m)); }
-  bool pop(message& m) override { return queue_.blocking_dequeue(m); }
-  void close() override { queue_.close(); }
+  // The try call: a full ring leaves `m` untouched.
+  bool try_push(message& m) override { return queue_.enqueue(std::move(m)); }
+  bool try_pop(message& m) override { return queue_.dequeue(m); }
 
 private:
   async::bounded_queue<message> queue_;

@@ -50,9 +50,17 @@ public:
       throw std::runtime_error("pubsub subscriber: the broker refused the subscription");
     }
   }
-  /// The next frame; false when the connection ended.
+  /// The next frame of a channel (the broker's empty control frames are skipped); false when
+  /// the connection ended.
   bool receive(frame& out, std::size_t max_frame = 1 << 20) {
-    return read_frame(socket_, max_frame, out) == read_result::ok;
+    for (;;) {
+      if (read_frame(socket_, max_frame, out) != read_result::ok) {
+        return false;
+      }
+      if (out.channel != control_channel) {
+        return true;
+      }
+    }
   }
   tcp::socket& socket() { return socket_; }
 

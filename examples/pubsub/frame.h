@@ -7,7 +7,10 @@
 // Publishers send frames to their channel; the broker sends each subscriber the frames of the
 // channels it subscribed to, unchanged. Channel 0xFFFF is the control channel: a subscriber's
 // first frame there lists its channels (2 bytes each, big-endian), and the broker answers with
-// an empty frame there once the subscription holds.
+// an empty frame there once the subscription holds. After a subscriber has half-closed, the
+// broker also sends it an empty control frame now and then while nothing else is on its way
+// (to learn whether it closed: TCP tells a half-close and a close apart only by the reset that
+// a closed peer answers data with); subscribers ignore them.
 #ifndef ASYNC_EXAMPLES_PUBSUB_FRAME_H
 #define ASYNC_EXAMPLES_PUBSUB_FRAME_H
 

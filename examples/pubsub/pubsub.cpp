@@ -3,11 +3,18 @@
 //
 //   pubsub broker    [--queue=mutex_deque|queue|bounded_queue] [--channels=N]
 //                    [--pub-port=P] [--sub-port=S] [--backlog=B] [--seconds=T]
+//                    [--threads=N] [--runtime=pool|io_context] [--capacity=C] [--stall-ms=MS]
+//
+// The broker serves until SIGINT or SIGTERM (or --seconds), then stops and exits 0.
 //   pubsub publish   --port=P --channel=C [--count=N] [--size=BYTES]
 //   pubsub subscribe --port=S --channels=C1,C2,... [--count=N]
 #include "broker.h"
 #include "client.h"
 
+#include <signal.h>
+#include <time.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +49,8 @@ unsigned long number(const std::map<std::string, std::string>& o, const std::str
 int usage() {
   std::fputs("usage: pubsub broker [--queue=mutex_deque|queue|bounded_queue] [--channels=N]\n"
              "                     [--pub-port=P] [--sub-port=S] [--backlog=B] [--seconds=T]\n"
+             "                     [--threads=N] [--runtime=pool|io_context] [--capacity=C]\n"
+             "                     [--stall-ms=MS]\n"
              "       pubsub publish --port=P --channel=C [--count=N] [--size=BYTES]\n"
              "       pubsub subscribe --port=S --channels=C1,C2,... [--count=N]\n",
              stderr);
@@ -62,17 +71,36 @@ int main(int argc, char** argv) {
     if (mode == "broker") {
       broker_options bo;
       bo.kind = kind_from(o.count("queue") ? o.at("queue") : "queue");
+      const std::string runtime = o.count("runtime") ? o.at("runtime") : "pool";
+      if (runtime != "pool" && runtime != "io_context") {
+        throw std::invalid_argument("unknown runtime '" + runtime + "' (pool or io_context)");
+      }
+      bo.runtime = runtime == "pool" ? runtime_kind::pool : runtime_kind::io_context;
+      bo.threads = static_cast<unsigned>(number(o, "threads", 0));
       bo.channels = static_cast<std::uint16_t>(number(o, "channels", 4));
       bo.publisher_port = static_cast<unsigned short>(number(o, "pub-port", 0));
       bo.subscriber_port = static_cast<unsigned short>(number(o, "sub-port", 0));
-      bo.subscriber_backlog = number(o, "backlog", 1024);
+      bo.subscriber_backlog = number(o, "backlog", bo.subscriber_backlog);
+      bo.channel_capacity = number(o, "capacity", bo.channel_capacity);
+      bo.stall_timeout = std::chrono::milliseconds(number(o, "stall-ms", 2000));
+      // SIGINT and SIGTERM stay blocked in every thread (the broker's threads inherit the
+      // mask): sigtimedwait below takes them.
+      sigset_t signals;
+      sigemptyset(&signals);
+      sigaddset(&signals, SIGINT);
+      sigaddset(&signals, SIGTERM);
+      pthread_sigmask(SIG_BLOCK, &signals, nullptr);
       broker b(bo);
-      std::printf("broker (%s, %u channels): publishers on 127.0.0.1:%u, subscribers on "
-                  "127.0.0.1:%u\n",
-                  name_of(bo.kind), static_cast<unsigned>(bo.channels), b.publisher_port(),
-                  b.subscriber_port());
+      std::printf("broker (%s, %s, %u threads, %u channels): publishers on 127.0.0.1:%u, "
+                  "subscribers on 127.0.0.1:%u\n",
+                  name_of(bo.kind), name_of(bo.runtime), b.threads(),
+                  static_cast<unsigned>(bo.channels), b.publisher_port(), b.subscriber_port());
       std::fflush(stdout);
-      std::this_thread::sleep_for(std::chrono::seconds(number(o, "seconds", 3600)));
+      timespec limit{};
+      limit.tv_sec = static_cast<time_t>(number(o, "seconds", 3600));
+      while (sigtimedwait(&signals, nullptr, &limit) < 0 && errno == EINTR) {
+      }
+      b.stop();
       return EXIT_SUCCESS;
     }
     if (mode == "publish") {

@@ -1,22 +1,29 @@
 // SPDX-License-Identifier: BSL-1.0
-// The pub/sub broker's throughput and latency by channel queue kind, over 127.0.0.1: 2
-// publishers send N frames each (alternating between 2 channels, a send timestamp in every
-// payload), 2 subscribers take both channels. Two tables: at full speed (frames delivered per
-// second, first send to last receipt; the latency there is mostly waiting behind the burst),
-// and paced at 10,000 frames/s per publisher (the p50 / p99 of send-to-receipt latency of a
-// broker that keeps up). Payloads of 16 bytes and 1 KiB; the kinds run in alternating rounds
-// (medians over rounds). Every run is bounded in count and in time (10 s); a run that does not
-// deliver everything fails the program.
+// The pub/sub broker's throughput and latency over 127.0.0.1, by channel queue kind and by event
+// loop: async::asio_context over async::threadpool (ours) against Asio's own io_context run by
+// as many threads (the usual design), the same broker code on both.
 //
-//   pubsub_bench [--rounds=R] [--frames=N] [--quick]
+// One run: a broker with 2 channels; S subscribers, each of both channels, read by one client
+// thread (an io_context of its own, asynchronous reads); 2 publishers send at full speed, each
+// to its channel, frames that carry their send time. Measured: frames delivered per second
+// (every subscriber's copy counts; first send to last receipt) and the p50 / p99 of send-to-
+// receipt latency (at full speed, mostly time spent waiting behind the flow). Every run is
+// bounded (20 s) and fails the program if a frame is missing or comes twice or out of order.
+// The configurations run in alternating order, round by round; the table shows medians over
+// rounds and, per queue kind, the median (min-max) of the per-round ratio of ours to io_context.
+//
+//   pubsub_bench [--rounds=R] [--deliveries=N] [--subscribers=1,100,1000] [--payloads=64,1024]
+//                [--threads=T] [--quick] [--help]
 #include "broker.h"
-#include "client.h"
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,169 +40,343 @@ std::uint64_t now_ns() {
 }
 
 struct result {
-  double frames_per_second = 0;
+  double deliveries_per_second = 0;
   double p50_us = 0;
   double p99_us = 0;
   bool complete = false;
 };
 
-result run(queue_kind kind, std::size_t payload, std::uint32_t frames, double rate) {
-  constexpr int publishers = 2;
-  constexpr int subscribers = 2;
-  broker_options o;
-  o.kind = kind;
-  o.channels = 2;
-  o.subscriber_backlog = 1 << 16;
-  o.max_frame = 4096;
-  o.log = [](const std::string&) {};
-  broker b(o);
-  net::io_context io;
-  std::vector<std::unique_ptr<subscriber_client>> subs;
-  for (int s = 0; s < subscribers; ++s) {
-    subs.emplace_back(new subscriber_client(io, b.subscriber_port()));
-    subs.back()->subscribe({0, 1});
+// S subscriber connections read by one thread: counts frames, checks each publisher's order,
+// keeps every latency.
+class subscribers {
+public:
+  subscribers(unsigned short port, int count, std::uint64_t expected_each)
+      : expected_each_(expected_each) {
+    for (int i = 0; i < count; ++i) {
+      links_.emplace_back(new link(io_));
+      tcp::socket& s = links_.back()->socket;
+      s.connect(tcp::endpoint(net::ip::address_v4::loopback(), port));
+      s.set_option(tcp::no_delay(true));
+      net::write(s, net::buffer(encode(control_channel, subscription({0, 1}))));
+      unsigned char answer[header_size];
+      net::read(s, net::buffer(answer));
+    }
+    latencies_.reserve(static_cast<std::size_t>(expected_each) * links_.size());
+    for (auto& l : links_) {
+      read(*l);
+    }
+    thread_ = std::thread([this] { io_.run(); });
   }
-  const std::uint64_t per_subscriber = static_cast<std::uint64_t>(publishers) * frames;
-  const auto deadline = clock_type::now() + std::chrono::seconds(10);
-  std::vector<std::vector<std::uint64_t>> latencies(subscribers);
-  std::vector<std::thread> readers;
-  std::atomic<std::uint64_t> last_receipt{0};
-  std::atomic<int> finished{0};
-  for (int s = 0; s < subscribers; ++s) {
-    latencies[static_cast<std::size_t>(s)].reserve(per_subscriber);
-    readers.emplace_back([&, s] {
-      frame f;
-      auto& mine = latencies[static_cast<std::size_t>(s)];
-      while (mine.size() < per_subscriber && subs[static_cast<std::size_t>(s)]->receive(f)) {
+  ~subscribers() { stop(); }
+  void stop() {
+    io_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  bool done() const { return finished_.load() == links_.size(); }
+  std::uint64_t last_receipt() const { return last_.load(); }
+  bool wrong() const { return wrong_.load(); }
+  // After stop().
+  std::vector<std::uint64_t>& latencies() { return latencies_; }
+
+private:
+  struct link {
+    explicit link(net::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    std::vector<unsigned char> buffer = std::vector<unsigned char>(1 << 16);
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::uint64_t count = 0;
+    std::uint32_t next[2] = {0, 0};
+  };
+
+  void read(link& l) {
+    l.socket.async_read_some(net::buffer(l.buffer.data() + l.end, l.buffer.size() - l.end),
+                             [this, &l](boost::system::error_code ec, std::size_t n) {
+                               if (ec) {
+                                 return;
+                               }
+                               l.end += n;
+                               parse(l);
+                             });
+  }
+
+  void parse(link& l) {
+    const std::uint64_t t = now_ns();
+    while (l.end - l.begin >= 4) {
+      const std::uint32_t length = get_u32(&l.buffer[l.begin]);
+      if (l.end - l.begin < 4 + std::size_t(length)) {
+        break;
+      }
+      const unsigned char* p = &l.buffer[l.begin + 4];
+      const std::uint16_t channel = get_u16(p);
+      if (channel != control_channel) {
         std::uint64_t sent = 0;
         for (int i = 0; i < 8; ++i) {
-          sent = (sent << 8) | static_cast<unsigned char>(f.payload[static_cast<std::size_t>(i)]);
+          sent = (sent << 8) | p[2 + i];
         }
-        const std::uint64_t t = now_ns();
-        mine.push_back(t - sent);
-        if (mine.size() == per_subscriber) {
-          std::uint64_t prev = last_receipt.load();
-          while (prev < t && !last_receipt.compare_exchange_weak(prev, t)) {
+        const std::uint32_t seq = get_u32(p + 10);
+        if (channel > 1 || seq != l.next[channel]) {
+          wrong_ = true;
+        } else {
+          ++l.next[channel];
+        }
+        latencies_.push_back(t - sent);
+        if (++l.count == expected_each_) {
+          finished_.fetch_add(1);
+          std::uint64_t prev = last_.load();
+          while (prev < t && !last_.compare_exchange_weak(prev, t)) {
           }
         }
       }
-      finished.fetch_add(1);
-    });
+      l.begin += 4 + std::size_t(length);
+    }
+    std::copy(l.buffer.begin() + static_cast<std::ptrdiff_t>(l.begin),
+              l.buffer.begin() + static_cast<std::ptrdiff_t>(l.end), l.buffer.begin());
+    l.end -= l.begin;
+    l.begin = 0;
+    read(l);
   }
+
+  const std::uint64_t expected_each_;
+  net::io_context io_;
+  std::vector<std::unique_ptr<link>> links_;
+  std::vector<std::uint64_t> latencies_;
+  std::atomic<std::size_t> finished_{0};
+  std::atomic<std::uint64_t> last_{0};
+  std::atomic<bool> wrong_{false};
+  std::thread thread_;
+};
+
+result run(queue_kind kind, runtime_kind runtime, unsigned threads, int subscriber_count,
+           std::size_t payload, std::uint64_t deliveries) {
+  constexpr int publishers = 2;
+  broker_options o;
+  o.kind = kind;
+  o.runtime = runtime;
+  o.threads = threads;
+  o.channels = 2;
+  o.max_frame = 4096;
+  o.log = [](const std::string&) {};
+  broker b(o);
+  const std::uint32_t per_publisher = static_cast<std::uint32_t>((std::max)(
+      std::uint64_t(16), deliveries / static_cast<std::uint64_t>(subscriber_count * publishers)));
+  subscribers subs(b.subscriber_port(), subscriber_count,
+                   static_cast<std::uint64_t>(per_publisher) * publishers);
+  const auto deadline = clock_type::now() + std::chrono::seconds(20);
   const std::uint64_t start = now_ns();
   std::vector<std::thread> pubs;
   for (int p = 0; p < publishers; ++p) {
-    pubs.emplace_back([&] {
-      publisher_client client(io, b.publisher_port());
-      std::string body(payload < 8 ? 8 : payload, 'p');
-      const auto begin = clock_type::now();
-      for (std::uint32_t k = 0; k < frames && clock_type::now() < deadline; ++k) {
-        if (rate > 0) { // paced: frame k leaves at begin + k / rate
-          std::this_thread::sleep_until(
-              begin + std::chrono::duration_cast<clock_type::duration>(
-                          std::chrono::duration<double>(static_cast<double>(k) / rate)));
-        }
+    pubs.emplace_back([&, p] {
+      net::io_context io;
+      tcp::socket s(io);
+      s.connect(tcp::endpoint(net::ip::address_v4::loopback(), b.publisher_port()));
+      s.set_option(tcp::no_delay(true));
+      std::string body((std::max)(payload, std::size_t(12)), 'p');
+      std::string chunk;
+      for (std::uint32_t k = 0; k < per_publisher && clock_type::now() < deadline; ++k) {
         std::uint64_t t = now_ns();
         for (int i = 7; i >= 0; --i) {
           body[static_cast<std::size_t>(i)] = static_cast<char>(t & 0xFF);
           t >>= 8;
         }
-        client.publish(static_cast<std::uint16_t>(k % 2), body);
+        for (int i = 0; i < 4; ++i) {
+          body[static_cast<std::size_t>(8 + i)] = static_cast<char>((k >> (24 - 8 * i)) & 0xFF);
+        }
+        chunk += encode(static_cast<std::uint16_t>(p), body);
+        if (chunk.size() >= 16 * 1024 || k + 1 == per_publisher) {
+          boost::system::error_code ec;
+          net::write(s, net::buffer(chunk), ec);
+          chunk.clear();
+          if (ec) {
+            return;
+          }
+        }
       }
     });
   }
   for (auto& t : pubs) {
     t.join();
   }
-  while (finished.load() < subscribers && clock_type::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  b.stop();
-  for (auto& t : readers) {
-    t.join();
+  while (!subs.done() && clock_type::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   result r;
-  std::vector<std::uint64_t> all;
-  r.complete = true;
-  for (auto& l : latencies) {
-    r.complete = r.complete && l.size() == per_subscriber;
-    all.insert(all.end(), l.begin(), l.end());
-  }
+  r.complete = subs.done() && !subs.wrong();
+  const std::uint64_t last = subs.last_receipt();
+  subs.stop();
+  b.stop();
+  auto& all = subs.latencies();
   if (all.empty()) {
     return r;
   }
   std::sort(all.begin(), all.end());
   r.p50_us = static_cast<double>(all[all.size() / 2]) / 1000.0;
   r.p99_us = static_cast<double>(all[all.size() * 99 / 100]) / 1000.0;
-  const std::uint64_t last = last_receipt.load();
-  r.frames_per_second =
+  r.deliveries_per_second =
       last > start ? static_cast<double>(all.size()) * 1e9 / static_cast<double>(last - start) : 0;
   return r;
+}
+
+std::vector<unsigned long> list_of(const std::string& text) {
+  std::vector<unsigned long> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    out.push_back(std::stoul(item));
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string rate(double per_second) {
+  char text[32];
+  if (per_second >= 1e6) {
+    std::snprintf(text, sizeof text, "%.2f M", per_second / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.0f k", per_second / 1e3);
+  }
+  return text;
+}
+
+int usage(int status) {
+  std::fputs(
+      "usage: pubsub_bench [--rounds=R] [--deliveries=N] [--subscribers=LIST] [--payloads=LIST]\n"
+      "                    [--threads=T] [--quick] [--help]\n"
+      "  --rounds=R          rounds of every configuration, alternating order (default 3)\n"
+      "  --deliveries=N      frames delivered per run, all subscribers together (default 400000)\n"
+      "  --subscribers=LIST  subscriber counts (default 1,100,1000)\n"
+      "  --payloads=LIST     payload sizes in bytes, at least 12 (default 64,1024)\n"
+      "  --threads=T         the broker's threads on both event loops (default: the hardware's,\n"
+      "                      at least 2)\n"
+      "  --quick             1 round, 2,000 deliveries, 1 and 20 subscribers, 64 B (a smoke run)\n",
+      status == 0 ? stdout : stderr);
+  return status;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   int rounds = 3;
-  std::uint32_t frames = 50000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") {
-      rounds = 1;
-      frames = 300;
-    } else if (a.compare(0, 9, "--rounds=") == 0) {
-      rounds = std::stoi(a.substr(9));
-    } else if (a.compare(0, 9, "--frames=") == 0) {
-      frames = static_cast<std::uint32_t>(std::stoul(a.substr(9)));
-    } else {
-      std::fprintf(stderr, "usage: pubsub_bench [--rounds=R] [--frames=N] [--quick]\n");
-      return 2;
+  std::uint64_t deliveries = 400000;
+  std::vector<unsigned long> subscriber_counts = {1, 100, 1000};
+  std::vector<unsigned long> payloads = {64, 1024};
+  unsigned threads = (std::max)(2u, std::thread::hardware_concurrency());
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const std::string value = a.find('=') == std::string::npos ? "" : a.substr(a.find('=') + 1);
+      if (a == "--quick") {
+        rounds = 1;
+        deliveries = 2000;
+        subscriber_counts = {1, 20};
+        payloads = {64};
+      } else if (a == "--help") {
+        return usage(0);
+      } else if (a.compare(0, 9, "--rounds=") == 0) {
+        rounds = std::stoi(value);
+      } else if (a.compare(0, 13, "--deliveries=") == 0) {
+        deliveries = std::stoull(value);
+      } else if (a.compare(0, 14, "--subscribers=") == 0) {
+        subscriber_counts = list_of(value);
+      } else if (a.compare(0, 11, "--payloads=") == 0) {
+        payloads = list_of(value);
+      } else if (a.compare(0, 10, "--threads=") == 0) {
+        threads = static_cast<unsigned>(std::stoul(value));
+      } else {
+        return usage(2);
+      }
+    }
+  } catch (const std::exception&) {
+    return usage(2);
+  }
+  if (rounds < 1 || threads < 1 || subscriber_counts.empty() || payloads.empty() ||
+      std::find(subscriber_counts.begin(), subscriber_counts.end(), 0ul) !=
+          subscriber_counts.end()) {
+    return usage(2);
+  }
+  // Both ends of every subscriber connection live in this process.
+  const unsigned long most = *std::max_element(subscriber_counts.begin(), subscriber_counts.end());
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  const rlim_t want = static_cast<rlim_t>(2 * most + 64);
+  if (r.rlim_cur < want) {
+    r.rlim_cur = (std::min)(want, r.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &r);
+    if (r.rlim_cur < want) {
+      std::fprintf(stderr, "pubsub_bench: %lu subscribers need %lu descriptors; the limit is %lu\n",
+                   most, static_cast<unsigned long>(want), static_cast<unsigned long>(r.rlim_cur));
+      return EXIT_FAILURE;
     }
   }
-  const queue_kind kinds[] = {queue_kind::mutex_deque, queue_kind::queue,
-                              queue_kind::bounded_queue};
+
+  struct config {
+    queue_kind kind;
+    runtime_kind runtime;
+  };
+  std::vector<config> configs;
+  for (queue_kind k : {queue_kind::mutex_deque, queue_kind::queue, queue_kind::bounded_queue}) {
+    configs.push_back({k, runtime_kind::pool});
+    configs.push_back({k, runtime_kind::io_context});
+  }
+  std::printf("pub/sub over 127.0.0.1: 2 publishers at full speed, every subscriber on both "
+              "channels,\n%llu deliveries per run, broker threads %u, %d rounds (medians; ratio: "
+              "ours / io_context,\nmedian (min-max) of rounds)\n\n",
+              static_cast<unsigned long long>(deliveries), threads, rounds);
+  std::printf("| subs | payload | queue | event loop | deliveries/s | p50 | p99 | ours/io |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   bool ok = true;
-  for (double rate : {0.0, 10000.0}) {
-    const std::uint32_t n = rate > 0 ? std::min<std::uint32_t>(frames, 20000) : frames;
-    if (rate > 0) {
-      std::printf("\npaced, 2 publishers x %u frames at %.0f frames/s each, 2 subscribers, %d "
-                  "rounds (medians)\n\n",
-                  n, rate, rounds);
-    } else {
-      std::printf("pub/sub over 127.0.0.1 at full speed: 2 publishers x %u frames, 2 "
-                  "subscribers, %d rounds (medians)\n\n",
-                  n, rounds);
-    }
-    std::printf(
-        "| queue | payload | frames/s | p50 latency | p99 latency |\n|---|---|---|---|---|\n");
-    for (std::size_t payload : {std::size_t(16), std::size_t(1024)}) {
-      std::vector<std::vector<result>> by_kind(3);
-      for (int r = 0; r < rounds; ++r) {
-        for (int k = 0; k < 3; ++k) {
-          const int which = r % 2 == 0 ? k : 2 - k; // alternate the order round by round
-          result one = run(kinds[which], payload, n, rate);
-          ok = ok && one.complete;
-          by_kind[static_cast<std::size_t>(which)].push_back(one);
+  for (unsigned long s : subscriber_counts) {
+    for (unsigned long payload : payloads) {
+      std::vector<std::vector<result>> by(configs.size());
+      for (int round = 0; round < rounds; ++round) {
+        for (std::size_t i = 0; i < configs.size(); ++i) {
+          const std::size_t which = round % 2 == 0 ? i : configs.size() - 1 - i;
+          const result one = run(configs[which].kind, configs[which].runtime, threads,
+                                 static_cast<int>(s), payload, deliveries);
+          if (!one.complete) {
+            std::fprintf(stderr,
+                         "pubsub_bench: %s on %s, %lu subscribers: frames missing or out "
+                         "of order within 20 s\n",
+                         name_of(configs[which].kind), name_of(configs[which].runtime), s);
+            ok = false;
+          }
+          by[which].push_back(one);
         }
       }
-      for (int k = 0; k < 3; ++k) {
-        auto& v = by_kind[static_cast<std::size_t>(k)];
-        auto median = [&v](double result::*field) {
-          std::vector<double> x;
-          for (auto& one : v) {
-            x.push_back(one.*field);
+      for (std::size_t i = 0; i < configs.size(); ++i) {
+        std::vector<double> rate_of, p50, p99, ratio;
+        for (std::size_t k = 0; k < by[i].size(); ++k) {
+          rate_of.push_back(by[i][k].deliveries_per_second);
+          p50.push_back(by[i][k].p50_us);
+          p99.push_back(by[i][k].p99_us);
+        }
+        std::string versus = "";
+        if (configs[i].runtime == runtime_kind::pool) {
+          for (std::size_t k = 0; k < by[i].size(); ++k) {
+            const double io = by[i + 1][k].deliveries_per_second;
+            ratio.push_back(io > 0 ? by[i][k].deliveries_per_second / io : 0);
           }
-          std::sort(x.begin(), x.end());
-          return x[x.size() / 2];
-        };
-        std::printf("| %s | %zu B | %.0f | %.1f us | %.1f us |\n", name_of(kinds[k]), payload,
-                    median(&result::frames_per_second), median(&result::p50_us),
-                    median(&result::p99_us));
+          char text[64];
+          std::snprintf(text, sizeof text, "%.2fx (%.2f-%.2f)", median(ratio),
+                        *std::min_element(ratio.begin(), ratio.end()),
+                        *std::max_element(ratio.begin(), ratio.end()));
+          versus = text;
+        }
+        std::printf("| %lu | %lu B | %s | %s | %s | %.0f us | %.0f us | %s |\n", s, payload,
+                    name_of(configs[i].kind),
+                    configs[i].runtime == runtime_kind::pool ? "asio_context" : "io_context",
+                    rate(median(rate_of)).c_str(), median(p50), median(p99), versus.c_str());
+        std::fflush(stdout);
       }
     }
   }
   if (!ok) {
-    std::fprintf(stderr, "pubsub_bench: a run did not deliver every frame within 10 s\n");
+    std::fprintf(stderr, "pubsub_bench: a run did not deliver every frame\n");
   }
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
