@@ -4,16 +4,19 @@
 // as many threads (the usual design), the same broker code on both.
 //
 // One run: a broker with 2 channels; S subscribers, each of both channels, read by one client
-// thread (an io_context of its own, asynchronous reads); 2 publishers send at full speed, each
-// to its channel, frames that carry their send time. Measured: frames delivered per second
-// (every subscriber's copy counts; first send to last receipt) and the p50 / p99 of send-to-
-// receipt latency (at full speed, mostly time spent waiting behind the flow). Every run is
-// bounded (20 s) and fails the program if a frame is missing or comes twice or out of order.
-// The configurations run in alternating order, round by round; the table shows medians over
-// rounds and, per queue kind, the median (min-max) of the per-round ratio of ours to io_context.
+// thread (an io_context of its own, asynchronous reads); 2 publishers, each to its channel,
+// send frames that carry their send time and sequence number. Two tables:
+//   - full speed: frames delivered per second (every subscriber's copy counts; first send to
+//     last receipt);
+//   - paced (--rate deliveries per second in all): the p50 / p99 of send-to-receipt latency of
+//     a broker that keeps up.
+// Every run is bounded (20 s) and fails the program if a frame is missing, comes twice or out
+// of order. The configurations run in alternating order, round by round; the tables show
+// medians over rounds and, per queue kind, the median (min-max) of the per-round ratio of ours
+// to io_context.
 //
 //   pubsub_bench [--rounds=R] [--deliveries=N] [--subscribers=1,100,1000] [--payloads=64,1024]
-//                [--threads=T] [--quick] [--help]
+//                [--rate=R] [--threads=T] [--quick] [--help]
 #include "broker.h"
 
 #include <sys/resource.h>
@@ -149,8 +152,9 @@ private:
   std::thread thread_;
 };
 
+// rate: deliveries per second in all (paced), or 0 (full speed).
 result run(queue_kind kind, runtime_kind runtime, unsigned threads, int subscriber_count,
-           std::size_t payload, std::uint64_t deliveries) {
+           std::size_t payload, std::uint64_t deliveries, double rate) {
   constexpr int publishers = 2;
   broker_options o;
   o.kind = kind;
@@ -175,7 +179,15 @@ result run(queue_kind kind, runtime_kind runtime, unsigned threads, int subscrib
       s.set_option(tcp::no_delay(true));
       std::string body((std::max)(payload, std::size_t(12)), 'p');
       std::string chunk;
+      // Paced: frame k of this publisher leaves at begin + k / (its share of the rate).
+      const double per_second = rate / static_cast<double>(subscriber_count * publishers);
+      const auto begin = clock_type::now();
       for (std::uint32_t k = 0; k < per_publisher && clock_type::now() < deadline; ++k) {
+        if (rate > 0) {
+          std::this_thread::sleep_until(
+              begin + std::chrono::duration_cast<clock_type::duration>(
+                          std::chrono::duration<double>(static_cast<double>(k) / per_second)));
+        }
         std::uint64_t t = now_ns();
         for (int i = 7; i >= 0; --i) {
           body[static_cast<std::size_t>(i)] = static_cast<char>(t & 0xFF);
@@ -185,7 +197,7 @@ result run(queue_kind kind, runtime_kind runtime, unsigned threads, int subscrib
           body[static_cast<std::size_t>(8 + i)] = static_cast<char>((k >> (24 - 8 * i)) & 0xFF);
         }
         chunk += encode(static_cast<std::uint16_t>(p), body);
-        if (chunk.size() >= 16 * 1024 || k + 1 == per_publisher) {
+        if (rate > 0 || chunk.size() >= 16 * 1024 || k + 1 == per_publisher) {
           boost::system::error_code ec;
           net::write(s, net::buffer(chunk), ec);
           chunk.clear();
@@ -233,7 +245,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::string rate(double per_second) {
+std::string per_second_text(double per_second) {
   char text[32];
   if (per_second >= 1e6) {
     std::snprintf(text, sizeof text, "%.2f M", per_second / 1e6);
@@ -246,11 +258,13 @@ std::string rate(double per_second) {
 int usage(int status) {
   std::fputs(
       "usage: pubsub_bench [--rounds=R] [--deliveries=N] [--subscribers=LIST] [--payloads=LIST]\n"
-      "                    [--threads=T] [--quick] [--help]\n"
+      "                    [--rate=R] [--threads=T] [--quick] [--help]\n"
       "  --rounds=R          rounds of every configuration, alternating order (default 3)\n"
       "  --deliveries=N      frames delivered per run, all subscribers together (default 400000)\n"
       "  --subscribers=LIST  subscriber counts (default 1,100,1000)\n"
       "  --payloads=LIST     payload sizes in bytes, at least 12 (default 64,1024)\n"
+      "  --rate=R            the paced runs' deliveries per second, all subscribers together\n"
+      "                      (default 100000; each paced run lasts at most 1 s)\n"
       "  --threads=T         the broker's threads on both event loops (default: the hardware's,\n"
       "                      at least 2)\n"
       "  --quick             1 round, 2,000 deliveries, 1 and 20 subscribers, 64 B (a smoke run)\n",
@@ -266,6 +280,7 @@ int main(int argc, char** argv) {
   std::vector<unsigned long> subscriber_counts = {1, 100, 1000};
   std::vector<unsigned long> payloads = {64, 1024};
   unsigned threads = (std::max)(2u, std::thread::hardware_concurrency());
+  double paced_rate = 100000;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -273,6 +288,7 @@ int main(int argc, char** argv) {
       if (a == "--quick") {
         rounds = 1;
         deliveries = 2000;
+        paced_rate = 20000;
         subscriber_counts = {1, 20};
         payloads = {64};
       } else if (a == "--help") {
@@ -285,6 +301,8 @@ int main(int argc, char** argv) {
         subscriber_counts = list_of(value);
       } else if (a.compare(0, 11, "--payloads=") == 0) {
         payloads = list_of(value);
+      } else if (a.compare(0, 7, "--rate=") == 0) {
+        paced_rate = std::stod(value);
       } else if (a.compare(0, 10, "--threads=") == 0) {
         threads = static_cast<unsigned>(std::stoul(value));
       } else {
@@ -294,7 +312,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception&) {
     return usage(2);
   }
-  if (rounds < 1 || threads < 1 || subscriber_counts.empty() || payloads.empty() ||
+  if (rounds < 1 || threads < 1 || !(paced_rate >= 1) || subscriber_counts.empty() ||
+      payloads.empty() ||
       std::find(subscriber_counts.begin(), subscriber_counts.end(), 0ul) !=
           subscriber_counts.end()) {
     return usage(2);
@@ -323,58 +342,79 @@ int main(int argc, char** argv) {
     configs.push_back({k, runtime_kind::pool});
     configs.push_back({k, runtime_kind::io_context});
   }
-  std::printf("pub/sub over 127.0.0.1: 2 publishers at full speed, every subscriber on both "
-              "channels,\n%llu deliveries per run, broker threads %u, %d rounds (medians; ratio: "
-              "ours / io_context,\nmedian (min-max) of rounds)\n\n",
-              static_cast<unsigned long long>(deliveries), threads, rounds);
-  std::printf("| subs | payload | queue | event loop | deliveries/s | p50 | p99 | ours/io |\n"
-              "|---|---|---|---|---|---|---|---|\n");
   bool ok = true;
-  for (unsigned long s : subscriber_counts) {
-    for (unsigned long payload : payloads) {
-      std::vector<std::vector<result>> by(configs.size());
-      for (int round = 0; round < rounds; ++round) {
+  // One table: every (subscribers, payload) with every configuration, `rounds` rounds.
+  auto sweep = [&](double rate, std::uint64_t n) {
+    if (rate > 0) {
+      std::printf("\npaced: %.0f deliveries/s in all (2 publishers, every subscriber on both "
+                  "channels),\n%llu deliveries per run, broker threads %u, %d rounds: latency "
+                  "send to receipt,\nmedians of rounds; ours/io: of the p50s, median (min-max) "
+                  "of rounds, below 1 is better\n\n",
+                  rate, static_cast<unsigned long long>(n), threads, rounds);
+      std::printf("| subs | payload | queue | event loop | p50 | p99 | ours/io p50 |\n"
+                  "|---|---|---|---|---|---|---|\n");
+    } else {
+      std::printf("full speed: 2 publishers, every subscriber on both channels, %llu deliveries "
+                  "per run,\nbroker threads %u, %d rounds: deliveries/s (every subscriber's "
+                  "copy), medians of rounds;\nours/io: median (min-max) of rounds\n\n",
+                  static_cast<unsigned long long>(n), threads, rounds);
+      std::printf("| subs | payload | queue | event loop | deliveries/s | ours/io |\n"
+                  "|---|---|---|---|---|---|\n");
+    }
+    for (unsigned long s : subscriber_counts) {
+      for (unsigned long payload : payloads) {
+        std::vector<std::vector<result>> by(configs.size());
+        for (int round = 0; round < rounds; ++round) {
+          for (std::size_t i = 0; i < configs.size(); ++i) {
+            const std::size_t which = round % 2 == 0 ? i : configs.size() - 1 - i;
+            const result one = run(configs[which].kind, configs[which].runtime, threads,
+                                   static_cast<int>(s), payload, n, rate);
+            if (!one.complete) {
+              std::fprintf(stderr,
+                           "pubsub_bench: %s on %s, %lu subscribers: frames missing or out "
+                           "of order within 20 s\n",
+                           name_of(configs[which].kind), name_of(configs[which].runtime), s);
+              ok = false;
+            }
+            by[which].push_back(one);
+          }
+        }
         for (std::size_t i = 0; i < configs.size(); ++i) {
-          const std::size_t which = round % 2 == 0 ? i : configs.size() - 1 - i;
-          const result one = run(configs[which].kind, configs[which].runtime, threads,
-                                 static_cast<int>(s), payload, deliveries);
-          if (!one.complete) {
-            std::fprintf(stderr,
-                         "pubsub_bench: %s on %s, %lu subscribers: frames missing or out "
-                         "of order within 20 s\n",
-                         name_of(configs[which].kind), name_of(configs[which].runtime), s);
-            ok = false;
-          }
-          by[which].push_back(one);
-        }
-      }
-      for (std::size_t i = 0; i < configs.size(); ++i) {
-        std::vector<double> rate_of, p50, p99, ratio;
-        for (std::size_t k = 0; k < by[i].size(); ++k) {
-          rate_of.push_back(by[i][k].deliveries_per_second);
-          p50.push_back(by[i][k].p50_us);
-          p99.push_back(by[i][k].p99_us);
-        }
-        std::string versus = "";
-        if (configs[i].runtime == runtime_kind::pool) {
+          std::vector<double> rate_of, p50, p99, ratio;
+          const bool ours = configs[i].runtime == runtime_kind::pool;
           for (std::size_t k = 0; k < by[i].size(); ++k) {
-            const double io = by[i + 1][k].deliveries_per_second;
-            ratio.push_back(io > 0 ? by[i][k].deliveries_per_second / io : 0);
+            rate_of.push_back(by[i][k].deliveries_per_second);
+            p50.push_back(by[i][k].p50_us);
+            p99.push_back(by[i][k].p99_us);
+            if (ours) {
+              const result& io = by[i + 1][k];
+              const double a = rate > 0 ? by[i][k].p50_us : by[i][k].deliveries_per_second;
+              const double b = rate > 0 ? io.p50_us : io.deliveries_per_second;
+              ratio.push_back(b > 0 ? a / b : 0);
+            }
           }
-          char text[64];
-          std::snprintf(text, sizeof text, "%.2fx (%.2f-%.2f)", median(ratio),
-                        *std::min_element(ratio.begin(), ratio.end()),
-                        *std::max_element(ratio.begin(), ratio.end()));
-          versus = text;
+          char versus[64] = "";
+          if (ours) {
+            std::snprintf(versus, sizeof versus, "%.2fx (%.2f-%.2f)", median(ratio),
+                          *std::min_element(ratio.begin(), ratio.end()),
+                          *std::max_element(ratio.begin(), ratio.end()));
+          }
+          const char* loop = ours ? "asio_context" : "io_context";
+          if (rate > 0) {
+            std::printf("| %lu | %lu B | %s | %s | %.0f us | %.0f us | %s |\n", s, payload,
+                        name_of(configs[i].kind), loop, median(p50), median(p99), versus);
+          } else {
+            std::printf("| %lu | %lu B | %s | %s | %s | %s |\n", s, payload,
+                        name_of(configs[i].kind), loop, per_second_text(median(rate_of)).c_str(),
+                        versus);
+          }
+          std::fflush(stdout);
         }
-        std::printf("| %lu | %lu B | %s | %s | %s | %.0f us | %.0f us | %s |\n", s, payload,
-                    name_of(configs[i].kind),
-                    configs[i].runtime == runtime_kind::pool ? "asio_context" : "io_context",
-                    rate(median(rate_of)).c_str(), median(p50), median(p99), versus.c_str());
-        std::fflush(stdout);
       }
     }
-  }
+  };
+  sweep(0, deliveries);
+  sweep(paced_rate, (std::min)(deliveries, static_cast<std::uint64_t>(paced_rate)));
   if (!ok) {
     std::fprintf(stderr, "pubsub_bench: a run did not deliver every frame\n");
   }
