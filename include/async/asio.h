@@ -37,9 +37,11 @@
 #include "threadpool.h"
 
 #if defined(ASYNC_ASIO_STANDALONE)
+#include <asio/detail/scheduler.hpp>
 #include <asio/execution.hpp>
 #include <asio/execution_context.hpp>
 #else
+#include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 #endif
@@ -116,6 +118,7 @@ public:
       std::terminate();
     }
     settle();
+    stop_reactor_thread();
     shutdown();
     drain_parked(false);
     destroy();
@@ -358,6 +361,18 @@ private:
       if (pause < std::chrono::milliseconds(64)) {
         pause *= 2;
       }
+    }
+  }
+
+  // On a context that is not an io_context, Asio's reactor (sockets, timers) gets a scheduler
+  // of its own, registered before the reactor, with a thread of its own that waits for events
+  // and completes operations. The services shut down in the reverse order of registration: the
+  // reactor first, destroying its pending operations while that thread still ran some (a use
+  // after free). Shutting that scheduler down first joins its thread and destroys what it had
+  // queued while the reactor is still whole; its own turn later finds nothing to do.
+  void stop_reactor_thread() {
+    if (detail::net::has_service<detail::net::detail::scheduler>(*this)) {
+      detail::net::use_service<detail::net::detail::scheduler>(*this).shutdown();
     }
   }
 
