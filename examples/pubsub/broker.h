@@ -25,8 +25,12 @@
 //     the outbox is down to half the mark. So a slow subscriber slows its channels, and through
 //     them their publishers, instead of being disconnected.
 //   - A subscriber is disconnected only when it reads nothing at all for `stall_timeout` while
-//     frames wait for it (its socket's send queue does not shrink: Linux's SIOCOUTQ), checked
-//     every quarter of that window. Its channels then go on without it.
+//     frames wait for it (no write completes and its socket's send queue does not shrink:
+//     Linux's SIOCOUTQ), checked every quarter of that window. Its channels then go on without
+//     it. "Nothing" as TCP lets the sender see it: the reader's kernel reopens its window one
+//     segment at a time (64 KiB over loopback, about 1.4 KiB over Ethernet), so a subscriber
+//     that reads less than a segment per stall_timeout (32 KiB/s over loopback with the
+//     default 2 s) looks stalled. Keep stall_timeout well above a segment's reading time.
 //   Memory therefore stays bounded: channels x channel_capacity frames, subscribers x
 //   subscriber_backlog frames (shared: a frame is held once, by reference), one frame per
 //   publisher, and a read buffer of max(64 KiB, max_frame + 6) per publisher.
@@ -77,14 +81,13 @@ public:
 
   void accept() {
     auto self = shared_from_this();
-    acceptor_.async_accept(net::make_strand(core_.executor()),
-                           [self](boost::system::error_code ec, tcp::socket socket) {
-                             self->accepted(ec, std::move(socket));
-                           });
+    acceptor_.async_accept(
+        net::make_strand(core_.executor()),
+        [self](error_code ec, tcp::socket socket) { self->accepted(ec, std::move(socket)); });
   }
 
 private:
-  void accepted(boost::system::error_code ec, tcp::socket socket) {
+  void accepted(error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) {
       return;
     }
@@ -97,7 +100,7 @@ private:
       }
       auto self = shared_from_this();
       retry_.expires_after(std::chrono::milliseconds(50));
-      retry_.async_wait([self](boost::system::error_code e) {
+      retry_.async_wait([self](error_code e) {
         if (!e) {
           self->accept();
         }
@@ -138,7 +141,7 @@ public:
     auto self = shared_from_this();
     timer_.expires_after(
         (std::max)(core_.options.stall_timeout / 4, std::chrono::milliseconds(10)));
-    timer_.async_wait([self](boost::system::error_code ec) {
+    timer_.async_wait([self](error_code ec) {
       if (!ec) {
         self->sweep();
         self->arm();
@@ -173,7 +176,7 @@ private:
 class broker {
 public:
   /// Listens on 127.0.0.1 and starts serving. Throws std::invalid_argument for options out of
-  /// range, boost::system::system_error when a port cannot be bound.
+  /// range, pubsub::system_error when a port cannot be bound.
   explicit broker(broker_options options) : core_(std::move(options)) {
     const broker_options& o = core_.options;
     if (o.channels == 0 || o.channels == control_channel) {

@@ -23,7 +23,7 @@ public:
   publisher_client(net::io_context& io, unsigned short port) : socket_(io) {
     connect_loopback(socket_, port);
   }
-  /// Sends one frame; throws boost::system::system_error when the connection is gone.
+  /// Sends one frame; throws pubsub::system_error when the connection is gone.
   void publish(std::uint16_t channel, const std::string& payload) {
     const std::string bytes = encode(channel, payload);
     net::write(socket_, net::buffer(bytes));

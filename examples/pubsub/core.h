@@ -127,7 +127,7 @@ private:
 // Closes a socket at once; an abortive close (a reset) when the broker stops, so that a client
 // still sending sees the end instead of a zero window.
 inline void close_socket(tcp::socket& socket, bool abort) noexcept {
-  boost::system::error_code ignored;
+  error_code ignored;
   if (abort) {
     socket.set_option(net::socket_base::linger(true, 0), ignored);
   } else {

@@ -14,7 +14,11 @@
 #ifndef ASYNC_EXAMPLES_PUBSUB_FRAME_H
 #define ASYNC_EXAMPLES_PUBSUB_FRAME_H
 
+#if defined(ASYNC_ASIO_STANDALONE)
+#include <asio.hpp>
+#else
 #include <boost/asio.hpp>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +27,16 @@
 
 namespace pubsub {
 
-namespace net = boost::asio;
+// Boost.Asio, or standalone Asio with ASYNC_ASIO_STANDALONE (as async/asio.h).
+#if defined(ASYNC_ASIO_STANDALONE)
+namespace net = ::asio;
+using error_code = ::asio::error_code;
+using system_error = ::asio::system_error;
+#else
+namespace net = ::boost::asio;
+using error_code = ::boost::system::error_code;
+using system_error = ::boost::system::system_error;
+#endif
 using tcp = net::ip::tcp;
 
 constexpr std::uint16_t control_channel = 0xFFFF;
@@ -70,7 +83,7 @@ enum class read_result { ok, closed, malformed, oversized };
 /// max_frame (nothing more is read: the caller closes the connection).
 inline read_result read_frame(tcp::socket& socket, std::size_t max_frame, frame& out) {
   unsigned char header[header_size];
-  boost::system::error_code error;
+  error_code error;
   net::read(socket, net::buffer(header, 4), error);
   if (error) {
     return read_result::closed;

@@ -52,8 +52,6 @@ public:
   net::any_io_executor executor() { return socket_.get_executor(); }
 
 private:
-  using error_code = boost::system::error_code;
-
   template <typename F>
   void guarded(F&& f) noexcept {
     try {

@@ -96,7 +96,7 @@ private:
 
   void read(link& l) {
     l.socket.async_read_some(net::buffer(l.buffer.data() + l.end, l.buffer.size() - l.end),
-                             [this, &l](boost::system::error_code ec, std::size_t n) {
+                             [this, &l](error_code ec, std::size_t n) {
                                if (ec) {
                                  return;
                                }
@@ -198,7 +198,7 @@ result run(queue_kind kind, runtime_kind runtime, unsigned threads, int subscrib
         }
         chunk += encode(static_cast<std::uint16_t>(p), body);
         if (rate > 0 || chunk.size() >= 16 * 1024 || k + 1 == per_publisher) {
-          boost::system::error_code ec;
+          error_code ec;
           net::write(s, net::buffer(chunk), ec);
           chunk.clear();
           if (ec) {

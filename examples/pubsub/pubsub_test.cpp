@@ -169,7 +169,7 @@ bool closed_after(net::io_context& io, unsigned short port, const std::string& b
   net::write(s, net::buffer(bytes));
   s.set_option(net::socket_base::receive_buffer_size(4096));
   char c[64];
-  boost::system::error_code error;
+  error_code error;
   for (int i = 0; i < 16 && !error; ++i) { // a subscription's answer comes first: read past it
     s.read_some(net::buffer(c), error);
   }

@@ -43,7 +43,7 @@ public:
   }
 
   void start() {
-    boost::system::error_code ignored;
+    error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored); // frames go out as they come
     if (core_.options.subscriber_send_buffer > 0) {
       socket_.set_option(net::socket_base::send_buffer_size(core_.options.subscriber_send_buffer),
@@ -128,8 +128,6 @@ public:
   net::any_io_executor executor() { return socket_.get_executor(); }
 
 private:
-  using error_code = boost::system::error_code;
-
   template <typename F>
   void guarded(F&& f) noexcept {
     try {
