@@ -22,9 +22,6 @@
 //              stop() returns, every publisher's connection ends.
 // Exit status 0 when every check held. A watchdog ends a scenario that hangs (a lost frame
 // fails, not hangs); every loop is bounded in count.
-//
-//   pubsub_test serve <kind> <descriptors>   (the nofile scenario's child: a broker that prints
-//                                             its ports and serves until SIGTERM)
 #include "broker.h"
 #include "client.h"
 
@@ -550,7 +547,8 @@ void idle(const config& cfg) {
   b.stop();
 }
 
-// The child of the nofile scenario: a broker limited to `descriptors`.
+// The child of the nofile scenario (forked; the only thread there): a broker limited to
+// `descriptors` that prints its ports and serves until SIGTERM.
 int serve(queue_kind kind, rlim_t descriptors) {
   rlimit r{};
   ::getrlimit(RLIMIT_NOFILE, &r);
@@ -581,37 +579,41 @@ int serve(queue_kind kind, rlim_t descriptors) {
   return EXIT_SUCCESS;
 }
 
-void nofile(const config& cfg) {
-  const std::string name = name_of(cfg) + " (64 descriptors)";
-  if (sanitized) { // their runtime needs descriptors of its own for some checks (a pipe)
-    std::printf("%s: not run under sanitizers\n", name.c_str());
-    return;
-  }
+// A broker child of the nofile scenario: forked while the test process has one thread (qemu-
+// user's fork fails in a process with threads; and under qemu the binary cannot be exec'd).
+struct broker_child {
+  pid_t pid = -1;
+  FILE* from = nullptr; // the child's stdout
+};
+
+broker_child start_child(queue_kind kind) {
+  broker_child c;
   int out[2];
   if (::pipe(out) != 0) {
-    check(false, name + ": pipe");
-    return;
+    return c;
   }
-  const std::string kind = cfg.kind == queue_kind::mutex_deque ? "mutex_deque"
-                           : cfg.kind == queue_kind::queue     ? "queue"
-                                                               : "bounded_queue";
-  const pid_t child = ::fork();
-  if (child == 0) {
+  std::fflush(stdout);
+  c.pid = ::fork();
+  if (c.pid == 0) {
     ::dup2(out[1], 1);
     ::close(out[0]);
     ::close(out[1]);
-    ::execl("/proc/self/exe", "pubsub_test", "serve", kind.c_str(), "64",
-            static_cast<char*>(nullptr));
-    std::_Exit(127);
+    std::_Exit(serve(kind, 64));
   }
   ::close(out[1]);
-  FILE* from = ::fdopen(out[0], "r");
+  c.from = ::fdopen(out[0], "r");
+  return c;
+}
+
+void nofile(const config& cfg, broker_child& child) {
+  const std::string name = name_of(cfg) + " (64 descriptors)";
   unsigned pub = 0;
   unsigned sub = 0;
-  if (child < 0 || std::fscanf(from, "%u %u", &pub, &sub) != 2) {
+  if (child.pid < 0 || child.from == nullptr || std::fscanf(child.from, "%u %u", &pub, &sub) != 2) {
     check(false, name + ": the broker child did not start");
     return;
   }
+  FILE* from = child.from;
   net::io_context io;
   {
     std::vector<std::unique_ptr<tcp::socket>> many;
@@ -635,13 +637,14 @@ void nofile(const config& cfg) {
   check(got == 100,
         name + ": a new pair was served after the storm (" + std::to_string(got) + " of 100)");
   int status = 0;
-  check(::waitpid(child, &status, WNOHANG) == 0, name + ": the broker is alive");
-  ::kill(child, SIGTERM);
+  check(::waitpid(child.pid, &status, WNOHANG) == 0, name + ": the broker is alive");
+  ::kill(child.pid, SIGTERM);
   unsigned long long failed = 0;
   check(std::fscanf(from, " accept failures %llu", &failed) == 1 && failed > 0,
         name + ": the broker met the limit (" + std::to_string(failed) + " failed accepts)");
   std::fclose(from);
-  ::waitpid(child, &status, 0);
+  child.from = nullptr;
+  ::waitpid(child.pid, &status, 0);
   check(WIFEXITED(status) && WEXITSTATUS(status) == 0, name + ": the broker exited cleanly");
 }
 
@@ -692,7 +695,7 @@ const config pool_configs[] = {{queue_kind::mutex_deque, runtime_kind::pool},
                                {queue_kind::queue, runtime_kind::pool},
                                {queue_kind::bounded_queue, runtime_kind::pool}};
 
-void run_scenario(const std::string& scenario, const config& c) {
+void run_scenario(const std::string& scenario, const config& c, broker_child& child) {
   if (scenario == "traffic") {
     traffic(c);
     traffic({c.kind, runtime_kind::io_context});
@@ -705,7 +708,11 @@ void run_scenario(const std::string& scenario, const config& c) {
   } else if (scenario == "idle") {
     idle(c);
   } else if (scenario == "nofile") {
-    nofile(c);
+    if (sanitized) { // their runtime needs descriptors of its own for some checks (a pipe)
+      std::printf("%s (64 descriptors): not run under sanitizers\n", name_of(c).c_str());
+    } else {
+      nofile(c, child);
+    }
   } else if (scenario == "stop") {
     stop_under_load(c);
     stop_under_load({c.kind, runtime_kind::io_context});
@@ -716,24 +723,36 @@ void run_scenario(const std::string& scenario, const config& c) {
 
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "";
-  if (scenario == "serve" && argc == 4) {
-    return serve(kind_from(argv[2]), static_cast<rlim_t>(std::stoul(argv[3])));
-  }
   const char* const scenarios[] = {"traffic", "flood",  "stall", "halfclose",
                                    "idle",    "nofile", "stop"};
   if (std::find(std::begin(scenarios), std::end(scenarios), scenario) == std::end(scenarios)) {
     std::fprintf(stderr, "usage: pubsub_test traffic|flood|stall|halfclose|idle|nofile|stop\n");
     return 2;
   }
+  // The nofile scenario's brokers, started before any thread is.
+  std::vector<broker_child> children(sizeof pool_configs / sizeof pool_configs[0]);
+  if (scenario == "nofile" && !sanitized) {
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      children[i] = start_child(pool_configs[i].kind);
+    }
+  }
   watchdog dog("pubsub_test " + scenario, std::chrono::seconds(240));
-  for (const config& c : pool_configs) {
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const config& c = pool_configs[i];
     try {
-      run_scenario(scenario, c);
+      run_scenario(scenario, c, children[i]);
     } catch (const std::exception& e) {
       check(false, scenario + " " + name_of(c.kind) + ": " + e.what());
     }
     std::printf("%s %s: %s\n", scenario.c_str(), name_of(c.kind), failures == 0 ? "ok" : "FAILED");
     std::fflush(stdout);
+  }
+  for (broker_child& c : children) { // those a failed check left serving
+    if (c.pid > 0 && c.from != nullptr) {
+      ::kill(c.pid, SIGTERM);
+      std::fclose(c.from);
+      ::waitpid(c.pid, nullptr, 0);
+    }
   }
   return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
