@@ -33,19 +33,22 @@
 //     default 2 s) looks stalled. Keep stall_timeout well above a segment's reading time.
 //   Memory therefore stays bounded: channels x channel_capacity frames, subscribers x
 //   subscriber_backlog frames (shared: a frame is held once, by reference), one frame per
-//   publisher, and a read buffer of max(64 KiB, max_frame + 6) per publisher.
+//   publisher, and a read buffer of max(64 KiB, max_frame + 4) per publisher.
 //
 // Errors stay local; each closes one connection with a logged reason: a frame whose length is
 // below 2 (malformed) or above max_frame (oversized), a frame to a channel that does not exist,
 // a first subscriber frame that is not a list of existing channels, a frame from a subscriber
-// after its subscription, an exception (std::bad_alloc) while serving it. A subscriber that
+// after its subscription, an exception (std::bad_alloc) in one of its session's handlers.
+// (Running out of memory in a channel's drain, the sweeper or an accept loop ends the program:
+// those handlers are not guarded; a drain that could not continue would stall its channel.)
+// A subscriber that
 // half-closes (shutdown(SHUT_WR)) after subscribing is still served. A failing accept (no
 // descriptor left: EMFILE) is logged once per burst and retried every 50 ms; connections that
 // end free their descriptors at once, so the broker serves again as soon as they do.
 //
 // stop() (and the destructor) stops the event loop, waits for the handlers running, and closes
-// every connection abortively (a publisher still sending gets a reset); what is still queued is
-// not delivered.
+// every remaining connection abortively (a publisher still sending gets a reset; a session that
+// a running handler ends meanwhile closes gracefully); what is still queued is not delivered.
 //
 // Linux (SIOCOUTQ); Boost.Asio.
 #ifndef ASYNC_EXAMPLES_PUBSUB_BROKER_H
@@ -248,7 +251,7 @@ public:
     // destruction destroys the pending operations and with them the remaining sessions.
     for (auto& c : core_.channels) {
       std::lock_guard<std::mutex> lock(c->mutex);
-      c->subscribers = std::make_shared<detail::subscriber_list>();
+      c->subscribers.reset(); // nothing reads the lists after stop(): no allocation here
       c->waiters.clear();
       c->carry.clear();
       c->carry_at = 0;

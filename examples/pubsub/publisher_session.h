@@ -57,10 +57,22 @@ private:
     try {
       f();
     } catch (const std::exception& e) {
-      end(std::string("failed (") + e.what() + "); connection closed");
+      failed(e.what());
     } catch (...) {
-      end("failed; connection closed");
+      failed("an exception");
     }
+  }
+
+  // Ends the session after an exception (std::bad_alloc, say); the reason is logged when there
+  // is memory to say it.
+  void failed(const char* what) noexcept {
+    std::string why;
+    try {
+      why = std::string("failed (") + what + "); connection closed";
+    } catch (...) {
+      why.clear();
+    }
+    end(why);
   }
 
   void read_more() {
@@ -133,7 +145,11 @@ private:
     closed_ = true;
     core_.sessions.fetch_sub(1);
     if (!why.empty()) {
-      core_.log("publisher " + std::to_string(id_) + ": " + why);
+      try {
+        core_.log("publisher " + std::to_string(id_) + ": " + why);
+      } catch (...) {
+        // no memory for the line: the session ends unlogged
+      }
     }
     close_socket(socket_, false);
   }

@@ -133,10 +133,22 @@ private:
     try {
       f();
     } catch (const std::exception& e) {
-      end(std::string("failed (") + e.what() + "); connection closed");
+      failed(e.what());
     } catch (...) {
-      end("failed; connection closed");
+      failed("an exception");
     }
+  }
+
+  // Ends the session after an exception (std::bad_alloc, say); the reason is logged when there
+  // is memory to say it.
+  void failed(const char* what) noexcept {
+    std::string why;
+    try {
+      why = std::string("failed (") + what + "); connection closed";
+    } catch (...) {
+      why.clear();
+    }
+    end(why);
   }
 
   std::string who() const { return "subscriber " + std::to_string(id_) + ": "; }
@@ -199,10 +211,10 @@ private:
   }
 
   // The answer goes into the outbox before the subscriber is on any channel's list, under the
-  // locks of all its channels (taken in channel order; nobody holds two): a drain that sees the
-  // subscriber took its list after the answer was queued, so no frame overtakes the answer; and
-  // a frame published after the client read the answer is taken out after this, by a drain
-  // whose list (taken after it took the frame out) has the subscriber.
+  // locks of all its channels (taken in channel order; anyone else holds one at most): a drain that
+  // sees the subscriber took its list after the answer was queued, so no frame overtakes the
+  // answer; and a frame published after the client read the answer is taken out after this, by a
+  // drain whose list (taken after it took the frame out) has the subscriber.
   void subscribe() {
     std::vector<std::unique_lock<std::mutex>> locks;
     locks.reserve(channels_.size());
@@ -322,7 +334,11 @@ private:
     closed_ = true;
     core_.sessions.fetch_sub(1);
     if (!why.empty()) {
-      core_.log(who() + why);
+      try {
+        core_.log(who() + why);
+      } catch (...) {
+        // no memory for the line: the session ends unlogged
+      }
     }
     dead_.store(true, std::memory_order_release);
     writing_.store(false, std::memory_order_release);
