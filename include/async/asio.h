@@ -94,7 +94,8 @@ class asio_context : public detail::net::execution_context {
 public:
   class executor_type;
 
-  /// A context over `pool`. Throws std::bad_alloc. Not thread-safe (construction).
+  /// A context over `pool`, which must outlive it. Not thread-safe (construction).
+  /// @throws std::bad_alloc when memory runs out.
   explicit asio_context(threadpool& pool) : state_(new state(this, pool)) {}
 
   asio_context(const asio_context&) = delete;
@@ -128,19 +129,21 @@ public:
   }
 
   /// An executor of this context (blocking.possibly, outstanding_work.untracked,
-  /// relationship.fork). Thread-safe.
+  /// relationship.fork). Thread-safe (lock-free).
   executor_type get_executor() noexcept;
 
-  /// get_executor() under the name that Asio's thread_pool also gives it. Thread-safe.
+  /// get_executor() under the name that Asio's thread_pool also gives it. Thread-safe
+  /// (lock-free).
   executor_type executor() noexcept;
 
-  /// The pool that runs the context's functions. Thread-safe.
+  /// The pool that runs the context's functions. Thread-safe (lock-free).
   threadpool& pool() const noexcept { return state_->pool; }
 
   /// Stops the context: no function submitted through it starts any more (see the class
   /// comment for what becomes of them), and join() returns once those running have returned.
   /// Returns at once; may be called from anywhere, a function of the context included, any
-  /// number of times. There is no restart. Thread-safe.
+  /// number of times. There is no restart. Thread-safe (may block: takes the context's lock
+  /// briefly to wake join()).
   void stop() noexcept {
     // (AC3) seq_cst: with (AC1), (AC2) and (AC4): a submitter either sees the flag, or the
     // waiter sees its count.
@@ -149,15 +152,16 @@ public:
     state_->done.notify_all();
   }
 
-  /// Whether stop() has been called. Thread-safe.
+  /// Whether stop() has been called. Thread-safe (lock-free).
   bool stopped() const noexcept { return state_->stopped.load(std::memory_order_acquire); }
 
   /// Blocks until no function submitted through this context's executors is queued or running
   /// (those they submit included) and no executor of it tracks outstanding work
   /// (outstanding_work.tracked, such as an executor_work_guard's), as Asio's thread_pool::join
-  /// does; or, once the context is stopped, until no function of it is running. Throws
-  /// std::logic_error when called from one of the pool's tasks (it could wait for itself).
-  /// Thread-safe (blocks).
+  /// does; or, once the context is stopped, until no function of it is running. It does not
+  /// stop the context: work submitted afterwards still runs. Thread-safe (may block).
+  /// @throws std::logic_error when called from one of the pool's tasks (it could wait for
+  ///         itself).
   void join() {
     if (state_->pool.running_in_this_thread()) {
       throw std::logic_error("async::asio_context: join() from one of the pool's tasks");
@@ -165,10 +169,12 @@ public:
     settle();
   }
 
-  /// join() under the name of Asio's thread_pool::wait(). Thread-safe (blocks).
+  /// join() under the name of Asio's thread_pool::wait(). Thread-safe (may block).
+  /// @throws std::logic_error when called from one of the pool's tasks, as join().
   void wait() { join(); }
 
-  /// How many executors of this context track outstanding work right now. Thread-safe.
+  /// How many executors of this context track outstanding work right now (plus the
+  /// on_work_started() calls not yet matched by on_work_finished()). Thread-safe (lock-free).
   std::size_t outstanding_work() const noexcept {
     return state_->work.load(std::memory_order_acquire);
   }
@@ -430,12 +436,19 @@ class asio_context::executor_type {
   static constexpr unsigned always_bit = 8;       // blocking.always (neither: possibly)
 
 public:
+  /// The same context and properties; a copy of a tracked executor counts as outstanding work
+  /// of its own. Thread-safe (lock-free).
   executor_type(const executor_type& other) noexcept : state_(other.state_), bits_(other.bits_) {
     track();
   }
+  /// The same context and properties; a tracked executor's count moves over (`other` is left
+  /// untracked). Thread-safe (lock-free).
   executor_type(executor_type&& other) noexcept : state_(other.state_), bits_(other.bits_) {
     other.bits_ &= ~tracked_bit; // the count moves with it
   }
+  /// Copy assignment: this executor's own count, if tracked, is dropped; `other`'s is copied as
+  /// by the copy constructor. Not thread-safe (for this executor; `other` may be used
+  /// meanwhile).
   executor_type& operator=(const executor_type& other) noexcept {
     if (this != &other) {
       executor_type copy(other);
@@ -443,6 +456,8 @@ public:
     }
     return *this;
   }
+  /// Move assignment: this executor's own count, if tracked, is dropped; `other`'s moves over.
+  /// Not thread-safe (for this executor and `other`).
   executor_type& operator=(executor_type&& other) noexcept {
     if (this != &other) {
       executor_type moved(std::move(other));
@@ -450,50 +465,72 @@ public:
     }
     return *this;
   }
+  /// A tracked executor's count of outstanding work ends here (join() may then return).
+  /// Not thread-safe (for this executor).
   ~executor_type() { untrack(); }
 
   // ---- Asio's queries ---------------------------------------------------------------------
 
+  /// execution::context: the asio_context (not to be used once it is destroyed). Thread-safe
+  /// (lock-free).
   detail::net::execution_context& query(detail::net::execution::context_t) const noexcept {
     return *state_->context;
   }
+  /// execution::blocking: possibly (the default), never or always. Thread-safe (lock-free).
   blocking_t query(blocking_t) const noexcept {
     return (bits_ & never_bit) != 0    ? blocking_t(blocking_t::never)
            : (bits_ & always_bit) != 0 ? blocking_t(blocking_t::always)
                                        : blocking_t(blocking_t::possibly);
   }
+  /// execution::outstanding_work: untracked (the default) or tracked. Thread-safe (lock-free).
   outstanding_work_t query(outstanding_work_t) const noexcept {
     return (bits_ & tracked_bit) != 0 ? outstanding_work_t(outstanding_work_t::tracked)
                                       : outstanding_work_t(outstanding_work_t::untracked);
   }
+  /// execution::relationship: fork (the default) or continuation. Thread-safe (lock-free).
   relationship_t query(relationship_t) const noexcept {
     return (bits_ & continuation_bit) != 0 ? relationship_t(relationship_t::continuation)
                                            : relationship_t(relationship_t::fork);
   }
+  /// execution::mapping: thread (functions run on the pool's threads). A constant; thread-safe.
   static constexpr mapping_t query(mapping_t) noexcept { return mapping_t::thread; }
-  /// The pool's size now (a paused pool: 0).
+  /// execution::occupancy: the pool's size now (a paused pool: 0). Thread-safe (lock-free).
   std::size_t query(occupancy_t) const noexcept { return state_->pool.size(); }
 
   // ---- Asio's requirements ----------------------------------------------------------------
+  // Each returns a new executor of the same context with one property changed; this one is
+  // left as it is.
 
+  /// An executor whose execute() runs f at once when called on one of the pool's tasks (the
+  /// default; dispatch()). Thread-safe (lock-free).
   executor_type require(blocking_t::possibly_t) const noexcept {
     return with(bits_ & ~(never_bit | always_bit));
   }
+  /// An executor whose execute() always queues f (post(), defer()). Thread-safe (lock-free).
   executor_type require(blocking_t::never_t) const noexcept {
     return with((bits_ & ~always_bit) | never_bit);
   }
+  /// An executor whose execute() returns only once f has run (or been dropped by stop()).
+  /// Thread-safe (lock-free).
   executor_type require(blocking_t::always_t) const noexcept {
     return with((bits_ & ~never_bit) | always_bit);
   }
+  /// An executor that does not count as outstanding work (the default). Thread-safe
+  /// (lock-free).
   executor_type require(outstanding_work_t::untracked_t) const noexcept {
     return with(bits_ & ~tracked_bit);
   }
+  /// An executor that counts as outstanding work for as long as it exists: join() waits for
+  /// it (what an executor_work_guard holds). Thread-safe (lock-free).
   executor_type require(outstanding_work_t::tracked_t) const noexcept {
     return with(bits_ | tracked_bit);
   }
+  /// relationship.fork (the default). Thread-safe (lock-free).
   executor_type require(relationship_t::fork_t) const noexcept {
     return with(bits_ & ~continuation_bit);
   }
+  /// relationship.continuation: accepted and reported by query(), with no other effect.
+  /// Thread-safe (lock-free).
   executor_type require(relationship_t::continuation_t) const noexcept {
     return with(bits_ | continuation_bit);
   }
@@ -506,8 +543,10 @@ public:
   /// queued as the pool's execute() does. With blocking.always, f runs at once on the pool's
   /// threads, and from any other thread execute queues it and waits until it has run (or been
   /// dropped by stop()), then throws what f threw; with the pool paused at size 0, until the
-  /// pool is resized. After stop(), f is not run (see asio_context). Throws std::bad_alloc
-  /// (nothing queued) when memory runs out.
+  /// pool is resized. After stop(), f is not run (see asio_context). O(1) besides the call or
+  /// the wait. Thread-safe (may block: blocking.always waits for f).
+  /// @throws std::bad_alloc when memory runs out (nothing queued), and what f throws when it
+  ///         runs at once or with blocking.always.
   template <typename F>
   void execute(F&& f) const {
     if ((bits_ & always_bit) != 0) {
@@ -526,35 +565,44 @@ public:
   // is not used: the pool allocates a task as execute() does.
 
   /// Counts outstanding work, as a tracked executor does while it exists (join() waits until
-  /// every on_work_started() has had its on_work_finished()).
+  /// every on_work_started() has had its on_work_finished()). Thread-safe (lock-free).
   void on_work_started() const noexcept { count_up(state_->work); }
+  /// Ends one on_work_started(): join() may then return. Thread-safe (may block: the last
+  /// one takes the context's lock briefly to wake join()).
   void on_work_finished() const noexcept { count_down(*state_, state_->work); }
 
   /// Runs f() at once when the calling thread runs one of the pool's tasks, else queues it.
+  /// Thread-safe (may block: f may run inside the call).
+  /// @throws std::bad_alloc when memory runs out (nothing queued), and what f throws when it
+  ///         runs at once.
   template <typename F, typename Allocator>
   void dispatch(F&& f, const Allocator&) const {
     run_here_or_submit(std::forward<F>(f));
   }
-  /// Queues f() on the pool.
+  /// Queues f() on the pool. Thread-safe (may block: takes a lane's lock for a moment).
+  /// @throws std::bad_alloc when memory runs out (nothing queued).
   template <typename F, typename Allocator>
   void post(F&& f, const Allocator&) const {
     submit(*state_, std::forward<F>(f));
   }
-  /// Queues f() on the pool (as post).
+  /// Queues f() on the pool (as post). Thread-safe (may block).
+  /// @throws std::bad_alloc when memory runs out (nothing queued).
   template <typename F, typename Allocator>
   void defer(F&& f, const Allocator&) const {
     submit(*state_, std::forward<F>(f));
   }
 
-  /// The context. (Asio's older executors named it so.)
+  /// The context. (Asio's older executors named it so.) Thread-safe (lock-free).
   asio_context& context() const noexcept { return *state_->context; }
 
-  /// Whether the calling thread runs one of the pool's tasks.
+  /// Whether the calling thread runs one of the pool's tasks. Thread-safe (lock-free).
   bool running_in_this_thread() const noexcept { return state_->pool.running_in_this_thread(); }
 
+  /// Equal when both have the same context and the same properties. Thread-safe (lock-free).
   friend bool operator==(const executor_type& a, const executor_type& b) noexcept {
     return a.state_ == b.state_ && a.bits_ == b.bits_;
   }
+  /// Not equal: another context, or other properties. Thread-safe (lock-free).
   friend bool operator!=(const executor_type& a, const executor_type& b) noexcept {
     return !(a == b);
   }

@@ -36,7 +36,8 @@ struct bounded_traits {
   ///   false: the exception propagates to the caller of enqueue.
   static constexpr bool NOEXCEPT_CHECK = false;
 
-  /// The false-sharing granule in bytes (a power of two). The head and tail counters are kept
+  /// The false-sharing granule in bytes (a power of two, at least 8; the default is
+  /// detail::cache_line_size, ASYNC_CACHE_LINE_SIZE). The head and tail counters are kept
   /// this far apart, and consecutive tickets are spread over different lines of this size
   /// (in blocks of 16 lines, so that a line comes back 16 tickets later).
   static constexpr std::size_t CachelineSize = detail::cache_line_size;
@@ -70,10 +71,9 @@ struct bounded_traits {
 /// then the thread parks (futex on Linux). A publication pays for a wake-up syscall only when a
 /// thread is parked on that very slot.
 ///
-/// Template parameters:
-///   T       the element type: nothrow-destructible and constructible from the arguments given
-///           to enqueue; move-only and throwing constructors are fine.
-///   Traits  bounded_traits or a struct with the same members (all optional).
+/// @tparam T       the element type: nothrow-destructible and constructible from the arguments
+///                 given to enqueue; move-only and throwing constructors are fine.
+/// @tparam Traits  bounded_traits or a struct with the same members (all optional).
 ///
 /// Guarantees:
 ///   - FIFO in ticket order: elements are dequeued in the order their producers took tickets,
@@ -101,11 +101,13 @@ struct bounded_traits {
 /// division and the counters must not wrap (2^64 operations: centuries at 10^9 per second).
 ///
 /// Example:
+/// @code
 ///   async::bounded_queue<std::string> q(1024);
 ///   std::thread producer([&] { q.blocking_enqueue("hello"); q.close(); });
 ///   std::string s;
 ///   while (q.blocking_dequeue(s)) { use(s); }   // returns false once closed and drained
 ///   producer.join();
+/// @endcode
 template <typename T, typename Traits = bounded_traits>
 class bounded_queue {
   static_assert(std::is_nothrow_destructible<T>::value,
@@ -129,8 +131,11 @@ class bounded_queue {
   using atom = typename detail::knob_atomic<Traits>::template type<V>;
 
 public:
+  /// The element type T.
   using value_type = T;
+  /// The traits struct the queue was made with.
   using traits_type = Traits;
+  /// The type of capacities and counts.
   using size_type = std::size_t;
   /// The ticket type, as the original named it (a 64-bit unsigned type, see above).
   using seq_t = std::uint64_t;
@@ -139,12 +144,15 @@ public:
   static constexpr std::size_t cacheline_size = line_size;
 
   /// Creates an empty queue holding at most `capacity` elements (any value >= 1; powers of two
-  /// are fastest). Throws std::invalid_argument for 0, std::bad_alloc if memory runs out (or
-  /// the capacity could not fit in memory at all, such as SIZE_MAX).
-  /// Not thread-safe (construction).
+  /// are fastest). The whole ring is allocated here: O(capacity). Not thread-safe
+  /// (construction).
+  /// @throws std::invalid_argument for a capacity of 0.
+  /// @throws std::bad_alloc if memory runs out (or the capacity could not fit in memory at all,
+  ///         such as SIZE_MAX).
   explicit bounded_queue(std::size_t capacity) : bounded_queue(capacity, detail::first_ticket{0}) {}
 
-  /// Test seam: both counters start at `start.value`. Not part of the API.
+  /// Test seam, not part of the API: both counters start at `start.value`. Not thread-safe
+  /// (construction).
   bounded_queue(std::size_t capacity, detail::first_ticket start)
       : capacity_(checked_capacity(capacity)), layout_(capacity_, slots_per_line),
         ring_slots_(layout_.slot_count()), pow2_((capacity_ & (capacity_ - 1)) == 0),
@@ -177,8 +185,8 @@ public:
   bounded_queue(bounded_queue&&) = delete;
   bounded_queue& operator=(bounded_queue&&) = delete;
 
-  /// Destroys the elements still inside, exactly once each. Not thread-safe: no other thread
-  /// may use the queue any more.
+  /// Destroys the elements still inside, exactly once each, and frees the ring. O(capacity).
+  /// Not thread-safe: no other thread may use the queue any more.
   ~bounded_queue() {
     for (std::size_t i = 0; i < capacity_; ++i) {
       slot& s = ring_[physical_index(i)];
@@ -192,11 +200,16 @@ public:
 
   // ---- producers ------------------------------------------------------------------------------
 
-  /// Constructs an element from `args` if there is room now. Never waits. Returns false when the
-  /// queue is full or closed (nothing is constructed), or, with NOEXCEPT_CHECK, when T's
-  /// constructor threw. Thread-safe (lock-free).
+  /// Constructs an element from `args` if there is room now. Never waits. O(1). Thread-safe
+  /// (lock-free).
+  /// @return true when the element went in; false when the queue is full or closed (nothing is
+  ///         constructed, and the arguments are not moved from), or, with NOEXCEPT_CHECK, when
+  ///         T's constructor threw. "Full" includes a slot whose consumer has taken its ticket
+  ///         but not yet moved the element out (see the class comment).
+  /// @throws anything T's constructor throws, without NOEXCEPT_CHECK: its slot becomes a hole
+  ///         that consumers skip.
   template <typename... Args>
-  bool enqueue(Args&&... args) {
+  ASYNC_NODISCARD bool enqueue(Args&&... args) {
     std::uint64_t t = 0;
     slot* s = nullptr;
     std::uint64_t seen = 0;
@@ -206,17 +219,21 @@ public:
     return construct_and_publish(*s, t, std::forward<Args>(args)...);
   }
 
-  /// Constructs an element from `args`, waiting politely while the queue is full. Returns true
-  /// when the element went in; false when the queue is (or gets) closed before there is room,
-  /// in which case nothing was constructed and the arguments were not moved from. With
-  /// NOEXCEPT_CHECK, false also reports that T's constructor threw. Thread-safe (may block).
+  /// Constructs an element from `args`, waiting politely while the queue is full. O(1) besides
+  /// the wait. Thread-safe (may block).
+  /// @return true when the element went in; false when the queue is (or gets) closed before
+  ///         there is room, in which case nothing was constructed and the arguments were not
+  ///         moved from. With NOEXCEPT_CHECK, false also reports that T's constructor threw.
+  /// @throws anything T's constructor throws, without NOEXCEPT_CHECK: its slot becomes a hole
+  ///         that consumers skip.
   template <typename... Args>
   bool blocking_enqueue(Args&&... args) {
     // While producers are crowded (see await_turn), a full queue is waited on without a
     // ticket: a producer holding one can only go when its own slot frees, so where threads
     // outnumber cores, tickets queued behind a full ring make every hand-off wait for one
-    // particular thread to be scheduled (the funnel benchmark shows it; README,
-    // "Implementation"). Otherwise the ticket is taken at once, without a look at the tail.
+    // particular thread to be scheduled (the funnel benchmark shows it; docs/benchmarks.md,
+    // "Blocking calls take their ticket at once"). Otherwise the ticket is taken at once, without a
+    // look at the tail.
     const std::uint64_t crowded_at = producers_crowded_.load(std::memory_order_relaxed);
     if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(tail_.value, state_free)) { // full
       return enqueue_when_room(nullptr, std::forward<Args>(args)...);
@@ -244,10 +261,16 @@ public:
     return construct_and_publish(s, t, std::forward<Args>(args)...);
   }
 
-  /// Enqueues `value` (constructing T from it), waiting up to `timeout` for room. Returns false
-  /// on timeout or when the queue is closed; `value` is then untouched. Thread-safe (may block).
+  /// Enqueues `value` (constructing T from it), waiting up to `timeout` for room. Any duration
+  /// works: duration::max() (of any unit) waits for as long as it takes, without overflowing.
+  /// The deadline is looked at when the call would park, after its spin (SPIN_BUDGET pauses and
+  /// a few yields): a zero or negative timeout spins that long, then gives up without parking.
+  /// Thread-safe (may block).
+  /// @return true when the element went in; false on timeout or when the queue is closed
+  ///         (`value` is then untouched), or, with NOEXCEPT_CHECK, when T's constructor threw.
+  /// @throws anything T's constructor throws, without NOEXCEPT_CHECK, as enqueue.
   template <typename U, typename Rep, typename Period>
-  bool enqueue_for(U&& value, const std::chrono::duration<Rep, Period>& timeout) {
+  ASYNC_NODISCARD bool enqueue_for(U&& value, const std::chrono::duration<Rep, Period>& timeout) {
     const auto deadline = detail::deadline_after(timeout);
     return enqueue_when_room(&deadline, std::forward<U>(value));
   }
@@ -255,10 +278,16 @@ public:
   // ---- consumers ------------------------------------------------------------------------------
 
   /// Moves the oldest element into `out` (by assignment) if there is one now. Never waits.
-  /// Returns false when the queue is empty. If the assignment throws, the element is destroyed,
-  /// its slot is freed and the exception propagates. Thread-safe (lock-free).
+  /// O(1), plus the holes it passes (slots left by throwing constructors). Thread-safe
+  /// (lock-free).
+  /// @return true when an element was moved into `out`; false when the queue is empty (or
+  ///         closed and drained), and then `out` is not written. "Empty" includes an element
+  ///         whose producer has taken its ticket but not yet published it (see the class
+  ///         comment).
+  /// @throws anything the assignment to `out` throws: the element is destroyed, its slot is
+  ///         freed, and the queue stays usable.
   template <typename U>
-  bool dequeue(U& out) {
+  ASYNC_NODISCARD bool dequeue(U& out) {
     std::uint64_t h = 0;
     slot* s = nullptr;
     std::uint64_t seen = 0;
@@ -269,9 +298,11 @@ public:
     return true;
   }
 
-  /// Moves the oldest element into `out`, waiting politely while the queue is empty. Returns
-  /// false only when the queue is closed and every element enqueued before close() has been
-  /// taken. Thread-safe (may block).
+  /// Moves the oldest element into `out`, waiting politely while the queue is empty. O(1)
+  /// besides the wait. Thread-safe (may block).
+  /// @return true when an element was moved into `out`; false only when the queue is closed and
+  ///         every element enqueued before close() has been taken (`out` is then not written).
+  /// @throws anything the assignment to `out` throws, as dequeue.
   template <typename U>
   bool blocking_dequeue(U& out) {
     // While consumers are crowded, an empty queue is waited on without a ticket, as a full one
@@ -313,10 +344,13 @@ public:
     }
   }
 
-  /// Moves the oldest element into `out`, waiting up to `timeout` for one. Returns false on
-  /// timeout, or when the queue is closed and drained. Thread-safe (may block).
+  /// Moves the oldest element into `out`, waiting up to `timeout` for one. Timeouts as in
+  /// enqueue_for. Thread-safe (may block).
+  /// @return true when an element was moved into `out`; false on timeout, or when the queue is
+  ///         closed and drained (`out` is then not written).
+  /// @throws anything the assignment to `out` throws, as dequeue.
   template <typename U, typename Rep, typename Period>
-  bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
+  ASYNC_NODISCARD bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
     const auto deadline = detail::deadline_after(timeout);
     return dequeue_when_ready(&deadline, out);
   }
@@ -325,9 +359,10 @@ public:
 
   /// Closes the queue: every enqueue call that has not yet found room, blocked or future,
   /// returns false without consuming its arguments; consumers keep receiving the elements that
-  /// went in before, then their blocking and timed calls return false. Idempotent.
-  /// Thread-safe; wakes every parked thread. A close() that races another waits for that
-  /// one's few steps (it returns once the queue is closed), so it is not lock-free.
+  /// went in before, then their blocking and timed calls return false. Idempotent; there is no
+  /// reopening. O(capacity): it wakes every parked thread, looking at each slot. Thread-safe
+  /// (may block): a close() that races another waits for that one's few steps (it returns
+  /// once the queue is closed), so it is not lock-free.
   void close() noexcept {
     std::uint32_t expected = open;
     if (!close_state_.compare_exchange_strong(expected, closing, std::memory_order_seq_cst)) {
@@ -352,16 +387,16 @@ public:
     }
   }
 
-  /// True once close() has been called. Thread-safe.
+  /// True once close() has been called. Thread-safe (lock-free).
   bool is_closed() const noexcept { return close_state_.load(std::memory_order_acquire) != open; }
 
   // ---- observers ------------------------------------------------------------------------------
 
-  /// The capacity given to the constructor. Thread-safe.
+  /// The capacity given to the constructor. Thread-safe (lock-free).
   std::size_t capacity() const noexcept { return capacity_; }
 
   /// The capacity, as in the original library (drop-in compatibility): not the element count.
-  /// Use size_approx() for that. Thread-safe.
+  /// Use size_approx() for that. Thread-safe (lock-free).
   std::size_t size() const noexcept { return capacity_; }
 
   /// The number of elements inside, or about to be (tickets taken on the producer side minus
@@ -369,7 +404,7 @@ public:
   /// not count: holes left by throwing constructors, tickets producers gave up at close(), and
   /// after close() the tickets from its last one on. Exact when no call is in progress (but
   /// for a try or timed enqueue that took its ticket while close() ran and refused it: that
-  /// ticket counts until a consumer passes it). Thread-safe.
+  /// ticket counts until a consumer passes it). O(1). Thread-safe (lock-free).
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
     std::uint64_t t = tail_.value.load(std::memory_order_relaxed);

@@ -41,13 +41,14 @@ struct traits {
   ///          for the rest of the range; the elements before the throwing one are in).
   static constexpr bool NOEXCEPT_CHECK = false;
 
-  /// The false-sharing granule in bytes (a power of two). Consecutive tickets of a segment are
-  /// spread over different lines of this size, and the shared counters are this far apart.
+  /// The false-sharing granule in bytes (a power of two, at least 16). Consecutive tickets of a
+  /// segment are spread over different lines of this size, and the shared counters are this far
+  /// apart. The default is detail::cache_line_size (ASYNC_CACHE_LINE_SIZE).
   static constexpr std::size_t CachelineSize = detail::cache_line_size;
 
-  /// Slots per node (a power of two, >= 2). A node carries a segment of this many consecutive
-  /// tickets; one node is linked, and one recycled, per SEGMENT_SIZE elements. Larger: fewer
-  /// segment changes; smaller: a smaller empty queue. Memory of a node: two cache lines plus
+  /// Slots per node (a power of two from 2 to 2^20). A node carries a segment of this many
+  /// consecutive tickets; one node is linked, and one recycled, per SEGMENT_SIZE elements. Larger:
+  /// fewer segment changes; smaller: a smaller empty queue. Memory of a node: two cache lines plus
   /// SEGMENT_SIZE slots of about 1 + sizeof(T) bytes (slots share groups of up to 64 bytes,
   /// states first; where a group holds one slot, its state is padded to alignof(T)).
   static constexpr std::size_t SEGMENT_SIZE = 256;
@@ -62,7 +63,7 @@ struct traits {
   ///          (docs/benchmarks.md, "Tickets side by side for bulk calls").
   static constexpr bool SPREAD_TICKETS = true;
 
-  /// The three levels of the node storage: a node index i lives in leaf block
+  /// The top level of the node storage, which has three: a node index i lives in leaf block
   /// [i / (L2 * L3)][(i / L3) % L2] at position i % L3. The top level (L1 pointers) is part of
   /// the queue object, a middle block (L2 pointers) is allocated when the first of its nodes is,
   /// a leaf block holds L3 nodes. The queue holds at most L1 x L2 x L3 nodes (defaults: 2^21),
@@ -70,22 +71,27 @@ struct traits {
   /// std::length_error once every node is in use, before it takes a ticket: the newest node's
   /// slots after the first are not counted on, nor those of the tail's node before the tail.
   /// So with N nodes and S = SEGMENT_SIZE, between (N - 2) x S + 2 and (N - 1) x S + 1 elements
-  /// fit, by where the tail lies in its segment (defaults: about 2^29). L1 x L2 x L3 must be
-  /// below 2^INDEX_BITS - 1 (the all-ones index means "no node").
+  /// fit, by where the tail lies in its segment (defaults: about 2^29). Each level is at least
+  /// 1; L1 x L2 x L3 must be at least 2 and below 2^INDEX_BITS - 1 (the all-ones index means
+  /// "no node"). Raise them for a larger backlog (an empty queue holds the L1 pointers, one
+  /// middle block and one leaf block).
   static constexpr std::size_t NODE_LEVEL1 = 512;
+  /// The middle level of the node storage: pointers per middle block (see NODE_LEVEL1).
   static constexpr std::size_t NODE_LEVEL2 = 1024;
+  /// The bottom level of the node storage: nodes per leaf block (see NODE_LEVEL1).
   static constexpr std::size_t NODE_LEVEL3 = 4;
 
-  /// A link is one 64-bit word: a node index of INDEX_BITS bits and a tag of TAG_BITS bits
-  /// (INDEX_BITS + TAG_BITS <= 64, each at most 32). The tag of a link is the low bits of the
-  /// segment number it names; the free list's tag counts its pushes and pops. A stale CAS on
-  /// the free list could succeed only if a multiple of 2^TAG_BITS pushes and pops happened
-  /// while one thread stalled between its read and its CAS; a stale "no next node" link could
-  /// be mistaken only for one of a segment whose number differs by a multiple of 2^TAG_BITS
-  /// (that many segments, SEGMENT_SIZE x 2^TAG_BITS elements, passing during one stall), and
-  /// the appender re-checks the node's 64-bit id after its CAS anyway. Tests use small tags to
+  /// The bits of a link's node index. A link is one 64-bit word: a node index of INDEX_BITS bits
+  /// and a tag of TAG_BITS bits (INDEX_BITS + TAG_BITS <= 64, each from 1 to 32). The tag of a link
+  /// is the low bits of the segment number it names; the free list's tag counts its pushes and
+  /// pops. A stale CAS on the free list could succeed only if a multiple of 2^TAG_BITS pushes and
+  /// pops happened while one thread stalled between its read and its CAS; a stale "no next node"
+  /// link could be mistaken only for one of a segment whose number differs by a multiple of
+  /// 2^TAG_BITS (that many segments, SEGMENT_SIZE x 2^TAG_BITS elements, passing during one stall),
+  /// and the appender re-checks the node's 64-bit id after its CAS anyway. Tests use small tags to
   /// exercise the wrap; keep 32 in production.
   static constexpr unsigned INDEX_BITS = 32;
+  /// The bits of a link's ABA tag (see INDEX_BITS): keep 32 in production.
   static constexpr unsigned TAG_BITS = 32;
 
   /// How many pause instructions a consumer spends waiting for the producer that holds the
@@ -108,11 +114,11 @@ struct traits {
 /// queue lives, so a thread holding a stale index always reads a live node (its 64-bit segment
 /// number tells the thread whether the node still is the one it wanted).
 ///
-/// Template parameters:
-///   T       the element type: nothrow-destructible, move- or copy-constructible, and
-///           constructible from the arguments given to enqueue; move-only, copy-only (its move
-///           deleted: it is copied where others are moved) and throwing constructors are fine.
-///   Traits  async::traits or a struct with some of the same members.
+/// @tparam T       the element type: nothrow-destructible, move- or copy-constructible, and
+///                 constructible from the arguments given to enqueue; move-only, copy-only (its
+///                 move deleted: it is copied where others are moved) and throwing constructors
+///                 are fine.
+/// @tparam Traits  async::traits or a struct with some of the same members.
 ///
 /// Guarantees:
 ///   - FIFO in ticket order: one producer's elements come out in the order it enqueued them,
@@ -145,11 +151,13 @@ struct traits {
 /// one producer and one consumer a single-producer ring is cheaper.
 ///
 /// Example:
+/// @code
 ///   async::queue<std::string> q;
 ///   std::thread producer([&] { q.enqueue("hello"); q.close(); });
 ///   std::string s;
 ///   while (q.blocking_dequeue(s)) { use(s); }   // false once closed and drained
 ///   producer.join();
+/// @endcode
 template <typename T, typename Traits = traits>
 class queue {
   static_assert(std::is_nothrow_destructible<T>::value,
@@ -207,24 +215,31 @@ class queue {
   using atom = typename detail::knob_atomic<Traits>::template type<V>;
 
 public:
+  /// The element type T.
   using value_type = T;
+  /// The traits struct the queue was made with.
   using traits_type = Traits;
 
   /// The false-sharing granule in bytes (Traits::CachelineSize), as the original named it.
   static constexpr std::size_t cacheline_size = line_size;
 
-  /// An empty queue with one node. Not thread-safe.
+  /// An empty queue with one node. Throws std::bad_alloc when memory runs out. Not thread-safe
+  /// (construction).
   queue() : queue(0, detail::first_ticket{0}) {}
 
   /// An empty queue with room for at least `reserve` elements before it allocates again.
-  /// Throws std::length_error when the node storage cannot hold that many (for example
-  /// reserve == SIZE_MAX with the default traits). Not explicit, as in the original library
-  /// (a size converts to a queue where one is expected; `async::queue<int> q = 1000;` compiles
-  /// from C++17, the move constructor being deleted). Not thread-safe.
+  /// Not explicit, as in the original library (a size converts to a queue where one is
+  /// expected; `async::queue<int> q = 1000;` compiles from C++17, the move constructor being
+  /// deleted). O(reserve / SEGMENT_SIZE): the nodes are allocated here. Not thread-safe
+  /// (construction).
+  /// @throws std::length_error when the node storage cannot hold that many (for example
+  ///         reserve == SIZE_MAX with the default traits).
+  /// @throws std::bad_alloc when memory runs out.
   queue(std::size_t reserve) : queue(reserve, detail::first_ticket{0}) {}
 
-  /// Test seam: both ticket counters start at `start` (rounded down to a segment boundary), so
-  /// tests can put segment numbers, and the tags derived from them, near a wrap point.
+  /// Test seam, not part of the API: both ticket counters start at `start` (rounded down to a
+  /// segment boundary), so tests can put segment numbers, and the tags derived from them, near
+  /// a wrap point. Not thread-safe (construction).
   queue(std::size_t reserve, detail::first_ticket start)
       : segments_(start.value / segment_size, reserve) {
     const std::uint64_t first = start.value / segment_size * segment_size;
@@ -237,7 +252,8 @@ public:
   queue(queue&&) = delete;
   queue& operator=(queue&&) = delete;
 
-  /// Destroys the elements still inside. Not thread-safe: no call may be running.
+  /// Destroys the elements still inside and frees every node. O(elements + nodes). Not
+  /// thread-safe: no call may be running.
   ~queue() {
     // Every ticket below head_ has been consumed (a consumed slot keeps its "full" state until
     // the node is reused), so the elements still inside are the full slots at or after head_.
@@ -254,15 +270,20 @@ public:
 
   // ---- producers ------------------------------------------------------------------------------
 
-  /// Constructs an element from `args` at the tail. Returns true when it went in; false when
-  /// the queue is closed, or, with NOEXCEPT_CHECK, when T's constructor threw (or its move, for
-  /// an element whose slot was skipped). (In the rare case that the element's slot was skipped
-  /// and the queue closed before it could move on, the element is destroyed and false is
-  /// returned.) Throws std::length_error, before taking a ticket, when every node of the storage
-  /// is in use, unless consumers already hold tickets past the tail (they raced past it and
-  /// skipped those slots; only producers can finish them) or the queue is closed (false). When
-  /// memory runs out after the ticket was taken, the call waits for memory (the ticket's slot must
-  /// be settled). Thread-safe (lock-free).
+  /// Constructs an element from `args` at the tail. The queue has no capacity of its own: only
+  /// its traits' node storage bounds it (see traits::NODE_LEVEL1). O(1), plus a node linked once
+  /// per SEGMENT_SIZE elements. Thread-safe (lock-free).
+  /// @return true when the element went in; false when the queue is closed, or, with
+  ///         NOEXCEPT_CHECK, when T's constructor threw (or its move, for an element whose slot
+  ///         was skipped). (In the rare case that the element's slot was skipped and the queue
+  ///         closed before it could move on, the element is destroyed and false is returned.)
+  /// @throws std::length_error before taking a ticket, when every node of the storage is in
+  ///         use, unless consumers already hold tickets past the tail (they raced past it and
+  ///         skipped those slots; only producers can finish them) or the queue is closed
+  ///         (false). When memory runs out after the ticket was taken, the call waits for
+  ///         memory instead (the ticket's slot must be settled).
+  /// @throws anything T's constructor throws (or its move, for an element whose slot was
+  ///         skipped), without NOEXCEPT_CHECK: the slot is voided and nothing leaks.
   template <typename... Args>
   bool enqueue(Args&&... args) {
     word hint = 0;
@@ -285,15 +306,20 @@ public:
 
   /// Enqueues n elements constructed from *first, *(first + 1), ... (an input iterator is read
   /// exactly n times, in order), taking n tickets with one fetch_add. The elements keep their
-  /// order. Returns how many went in: n, fewer when the queue was closed (the rest of the range
-  /// is not read) or, with NOEXCEPT_CHECK, when constructors threw (those elements are
-  /// skipped). n == 0 does nothing. Throws std::length_error, before reading the range or
-  /// taking a ticket, when n exceeds max_bulk() (n tickets could need more nodes than the
-  /// storage has), when every node of the storage is in use (as enqueue), or when the n
-  /// tickets from the tail on need more nodes than the storage has free now (the segments from
-  /// the oldest queued element's to the last ticket's must all exist at once). Once elements
-  /// of the range are in, the call waits for a node instead (as it may when producers racing
-  /// it took the last free nodes). Thread-safe (lock-free).
+  /// order. n == 0 does nothing. O(n). Thread-safe (lock-free).
+  /// @return how many went in: n, fewer when the queue was closed (the rest of the range is
+  ///         not read) or, with NOEXCEPT_CHECK, when constructors threw (those elements are
+  ///         skipped).
+  /// @throws std::length_error before reading the range or taking a ticket, when n exceeds
+  ///         max_bulk() (n tickets could need more nodes than the storage has), when every
+  ///         node of the storage is in use (as enqueue), or when the n tickets from the tail on
+  ///         need more nodes than the storage has free now (the segments from the oldest queued
+  ///         element's to the last ticket's must all exist at once). Once elements of the range
+  ///         are in, the call waits for a node instead (as it may when producers racing it took
+  ///         the last free nodes).
+  /// @throws anything that reading or advancing the iterator, or T's constructor (without
+  ///         NOEXCEPT_CHECK), throws: the elements before are in, the slots this call reserved
+  ///         for the rest are voided.
   template <typename InputIt>
   std::size_t bulk_enqueue(InputIt first, std::size_t n) {
     if (ASYNC_UNLIKELY(n > max_bulk())) {
@@ -325,10 +351,14 @@ public:
   // ---- consumers ------------------------------------------------------------------------------
 
   /// Moves the oldest element into `out` (by assignment) if there is one now. Never waits for
-  /// long. Returns false when the queue is empty. If the assignment throws, the element is
-  /// destroyed and the exception propagates. Thread-safe (lock-free).
+  /// long: only at a slot whose producer is moving its element in (see the class comment).
+  /// O(1). Thread-safe (lock-free).
+  /// @return true when an element was moved into `out`; false when the queue is empty (or
+  ///         closed and drained), and then `out` is not written.
+  /// @throws anything the assignment to `out` throws: the element is destroyed, and the queue
+  ///         stays usable.
   template <typename U>
-  bool dequeue(U& out) {
+  ASYNC_NODISCARD bool dequeue(U& out) {
     for (;;) {
       const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
       const word hint = segments_.hint(list::consumers);
@@ -356,15 +386,17 @@ public:
   }
 
   /// Moves up to n of the oldest elements to `out` (an output iterator such as a pointer into
-  /// an array or std::back_inserter), in queue order, taking tickets with one fetch_add. Returns
-  /// how many were written; 0 when the queue is empty or n == 0. As in the original library, an
-  /// iterator passed as a modifiable lvalue is advanced past what was written (a pointer or an
-  /// inserter kept by the caller continues where this call stopped); an rvalue (moved), a
-  /// const or volatile iterator or an array is written through a copy. If writing to `out` throws,
-  /// the elements of the tickets this call had taken but not written are destroyed and the
-  /// exception propagates. Thread-safe (lock-free).
+  /// an array or std::back_inserter), in queue order, taking tickets with one fetch_add. As in
+  /// the original library, an iterator passed as a modifiable lvalue is advanced past what was
+  /// written (a pointer or an inserter kept by the caller continues where this call stopped);
+  /// an rvalue (moved), a const or volatile iterator or an array is written through a copy.
+  /// O(n). Thread-safe (lock-free).
+  /// @return how many were written: fewer than n when the queue held fewer (0 when it is
+  ///         empty, or n == 0).
+  /// @throws anything writing to `out` throws: the elements of the tickets this call had taken
+  ///         but not written are destroyed (those written stay written).
   template <typename OutputIt>
-  std::size_t bulk_dequeue(OutputIt&& out, std::size_t n) {
+  ASYNC_NODISCARD std::size_t bulk_dequeue(OutputIt&& out, std::size_t n) {
     using it = typename std::remove_reference<OutputIt>::type;
     using in_place =
         std::integral_constant<bool, std::is_lvalue_reference<OutputIt>::value &&
@@ -374,17 +406,25 @@ public:
   }
 
   /// Moves the oldest element into `out`, waiting politely while the queue is empty (a short
-  /// spin, then the thread parks). Returns false only when the queue is closed and every
-  /// element that went in has been taken. Thread-safe (may block).
+  /// spin, then the thread parks). Thread-safe (may block).
+  /// @return true when an element was moved into `out`; false only when the queue is closed and
+  ///         every element that went in has been taken (`out` is then not written).
+  /// @throws anything the assignment to `out` throws, as dequeue.
   template <typename U>
   bool blocking_dequeue(U& out) {
     return wait_dequeue(out, nullptr);
   }
 
-  /// Like blocking_dequeue, but gives up after `timeout`. Returns false on timeout, or when the
-  /// queue is closed and drained. Thread-safe (may block).
+  /// Like blocking_dequeue, but gives up after `timeout`. Any duration works: duration::max()
+  /// (of any unit) waits for as long as it takes, without overflowing. The deadline is looked
+  /// at when the call would park, after its spin (SPIN_BUDGET pauses and a few yields): a zero
+  /// or negative timeout spins that long, then gives up without parking. Thread-safe (may
+  /// block).
+  /// @return true when an element was moved into `out`; false on timeout, or when the queue is
+  ///         closed and drained (`out` is then not written).
+  /// @throws anything the assignment to `out` throws, as dequeue.
   template <typename U, typename Rep, typename Period>
-  bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
+  ASYNC_NODISCARD bool dequeue_for(U& out, const std::chrono::duration<Rep, Period>& timeout) {
     const auto deadline = detail::deadline_after(timeout);
     return wait_dequeue(out, &deadline);
   }
@@ -393,8 +433,8 @@ public:
 
   /// Closes the queue: every enqueue that takes its ticket afterwards returns false (and a bulk
   /// call stops); consumers still receive every element that went in before; blocked and timed
-  /// dequeue calls return false once nothing is left. Idempotent. Thread-safe (lock-free; wakes
-  /// every parked consumer).
+  /// dequeue calls return false once nothing is left. Idempotent; there is no reopening.
+  /// Thread-safe (lock-free; wakes every parked consumer).
   void close() noexcept {
     std::uint64_t t = tail_.value.load(std::memory_order_seq_cst);
     while ((t & closed_bit) == 0) {
@@ -416,7 +456,7 @@ public:
     }
   }
 
-  /// Whether close() has been called. Thread-safe.
+  /// Whether close() has been called. Thread-safe (lock-free).
   bool is_closed() const noexcept {
     return (tail_.value.load(std::memory_order_acquire) & closed_bit) != 0;
   }
@@ -424,7 +464,7 @@ public:
   // ---- observers ------------------------------------------------------------------------------
 
   /// The number of elements, give or take those in flight (the result may be stale before it
-  /// is returned); exact when no call is running. Thread-safe (wait-free).
+  /// is returned); exact when no call is running. O(1). Thread-safe (lock-free: wait-free).
   std::size_t size_approx() const noexcept {
     const std::uint64_t h = head_.value.load(std::memory_order_acquire);
     const std::uint64_t t = effective_tail();
@@ -435,30 +475,33 @@ public:
     return d > 0 ? static_cast<std::size_t>(d) : 0;
   }
 
-  /// Whether the queue looked empty (racy, like size_approx). Thread-safe (wait-free).
+  /// Whether the queue looked empty (racy, like size_approx). O(1). Thread-safe (lock-free:
+  /// wait-free).
   bool was_empty() const noexcept { return size_approx() == 0; }
 
   /// Whether the queue is lock-free on this platform: its links and counters are plain 64-bit
-  /// atomics, lock-free on x86-64, AArch64 and ARMv7 (checked when compiling).
+  /// atomics, lock-free on x86-64, AArch64 and ARMv7 (checked when compiling). A constant;
+  /// thread-safe.
   static constexpr bool is_lock_free_v() { return ATOMIC_LLONG_LOCK_FREE == 2; }
 
-  /// Bytes of node storage held (nodes in use and on the free list). Thread-safe.
+  /// Bytes of node storage held (nodes in use and on the free list). Thread-safe (lock-free).
   std::size_t storage_bytes() const noexcept { return segments_.bytes(); }
 
-  /// Nodes taken from the storage so far (in use plus free). Thread-safe.
+  /// Nodes taken from the storage so far (in use plus free). Thread-safe (lock-free).
   std::size_t nodes_allocated() const noexcept {
     return static_cast<std::size_t>(segments_.nodes_allocated());
   }
 
   /// nodes_allocated() under the original library's name. A node here holds a segment of
-  /// SEGMENT_SIZE elements, where the original's held one, so the count is smaller.
+  /// SEGMENT_SIZE elements, where the original's held one, so the count is smaller
+  /// (MIGRATION.md M3). Thread-safe (lock-free).
   std::uint64_t getNodeCount() const noexcept { return segments_.nodes_allocated(); }
 
   /// The largest n that bulk_enqueue accepts, (L1 x L2 x L3 - 1) x SEGMENT_SIZE: n tickets may
   /// start anywhere in a segment and so span up to (n - 1) / SEGMENT_SIZE + 2 segments, whose
   /// nodes must all exist at once. That is on an empty queue: the nodes of queued elements
   /// count too, so with elements queued bulk_enqueue may refuse a smaller n
-  /// (std::length_error) until consumers free nodes.
+  /// (std::length_error) until consumers free nodes. A constant; thread-safe.
   static constexpr std::size_t max_bulk() noexcept {
     return static_cast<std::size_t>(std::min<std::uint64_t>(
         (list::capacity - 1) * segment_size, (std::numeric_limits<std::size_t>::max)()));

@@ -118,17 +118,24 @@ namespace async {
 /// or use threads of their own; the pool does not grow by itself.
 ///
 /// Example:
+/// @code
 ///   async::threadpool pool(4);
 ///   auto f = pool.post([](int a, int b) { return a + b; }, 2, 3);
 ///   int five = f.get();
 ///   pool.configurepool(8);
+/// @endcode
 class threadpool {
 public:
+  /// What set_exception_handler takes: called with the exception that escaped a task given to
+  /// execute(), on the thread that ran the task.
   using exception_handler = std::function<void(std::exception_ptr)>;
 
   /// Starts `n` workers (default: the hardware thread count, at least 1). 0 makes a paused
-  /// pool. Throws std::invalid_argument when n < 0. Not explicit, as in the original library
-  /// (an aggregate holding a pool can be initialized with `{}`). Not thread-safe (construction).
+  /// pool. Not explicit, as in the original library (an aggregate holding a pool can be
+  /// initialized with `{}`). O(n) thread starts. Not thread-safe (construction).
+  /// @throws std::invalid_argument when n < 0.
+  /// @throws std::system_error when a thread cannot start, std::bad_alloc when memory runs out;
+  ///         either way the threads that did start are joined first.
   threadpool(int n = default_size()) {
     if (n < 0) {
       throw std::invalid_argument("async::threadpool: the number of threads must be >= 0");
@@ -188,8 +195,14 @@ public:
   /// result (or the exception), is released by the last of the future and the worker, as with
   /// std::promise, where std::async's future always releases it itself; so a result whose
   /// destructor uses memory that the caller frees right after dropping the future should be
-  /// moved out and destroyed first. Throws std::bad_alloc (nothing posted) when memory runs
-  /// out. Thread-safe.
+  /// moved out and destroyed first. O(1). Thread-safe (may block: an outside post takes its
+  /// lane's lock for a moment).
+  /// @param f     the callable, decay-copied (or moved) into the task.
+  /// @param args  its arguments, decay-copied (or moved) into the task.
+  /// @return the future of f's result, or of its exception. Dropping it is fine: unlike
+  ///         std::async's, it does not wait when destroyed.
+  /// @throws std::bad_alloc when memory runs out, and anything that copying or moving f or
+  ///         args throws: nothing is posted then.
   template <typename F, typename... Args,
             typename R = detail::invoke_result_t<typename std::decay<F>::type,
                                                  typename std::decay<Args>::type...>>
@@ -228,9 +241,11 @@ public:
                   "std::cref(x) for a reference parameter (see MIGRATION.md).");
   }
 
-  /// Runs f() on a worker, without a future. An exception escaping f goes to the handler set
-  /// with set_exception_handler (default: std::terminate). Throws std::bad_alloc (nothing
-  /// queued) when memory runs out. Thread-safe.
+  /// Runs f() on a worker, without a future: the cheap fire-and-forget path. An exception
+  /// escaping f goes to the handler set with set_exception_handler (default: std::terminate).
+  /// O(1). Thread-safe (may block: an outside call takes its lane's lock for a moment).
+  /// @throws std::bad_alloc when memory runs out, and anything that copying or moving f
+  ///         throws: nothing is queued then.
   template <typename F>
   void execute(F&& f) {
     submit(detail::task(guarded_call<typename std::decay<F>::type>{std::forward<F>(f), this}));
@@ -239,7 +254,9 @@ public:
   /// Sets what receives an exception escaping a task given to execute(). The handler runs on the
   /// worker thread. An empty handler restores the default, std::terminate. A handler that
   /// throws ends the program through std::terminate (its exception has nowhere left to go).
-  /// Thread-safe.
+  /// The old handler is released outside the pool's lock (a worker that is calling it keeps it
+  /// until that call returns). Thread-safe (may block: takes the pool's lock briefly).
+  /// @throws std::bad_alloc when memory runs out (the old handler stays).
   void set_exception_handler(exception_handler handler) {
     auto other = std::make_shared<exception_handler>(std::move(handler));
     {
@@ -258,9 +275,11 @@ public:
   /// are joined by a later configurepool or by the destructor. (So no thread ever joins a
   /// thread that could be joining it, and a worker never joins itself; every thread is joined,
   /// none detached.) May be called from any thread, tasks of this pool and workers' thread_local
-  /// destructors included, and concurrently. Throws std::system_error when a thread cannot
-  /// start; size() then counts the workers that did. Thread-safe (takes the pool's lock
-  /// briefly).
+  /// destructors included, and concurrently. O(n) thread starts when growing. Thread-safe (may
+  /// block: takes the pool's lock while it starts threads, and joins retirees that have
+  /// finished).
+  /// @throws std::system_error when a thread cannot start, std::bad_alloc when memory runs out;
+  ///         size() then counts the workers there are.
   void configurepool(std::size_t n) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -305,33 +324,37 @@ public:
 
   /// Whether the calling thread runs a task of this pool right now (a worker inside one of the
   /// pool's tasks, or a thread running the pool's tasks in its destructor). Asio's dispatch()
-  /// runs a function at once exactly then (see async/asio.h). Thread-safe.
+  /// runs a function at once exactly then (see async/asio.h). Thread-safe (lock-free).
   bool running_in_this_thread() const noexcept { return runs_a_task_of_this(); }
 
-  /// The number of workers (after the last configurepool). Thread-safe.
+  /// The number of workers (after the last configurepool). Thread-safe (lock-free).
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 
   /// The number of workers parked for lack of work right now (an int, as in the original
-  /// library). Thread-safe.
+  /// library; stale as soon as it is read). Thread-safe (lock-free).
   int idlesize() const noexcept { return static_cast<int>(scheduler_.parked()); }
 
-  /// Blocks until every task posted so far (and every task they post) has finished. Calling it
-  /// from a task of this pool would wait for itself: it throws std::logic_error instead.
-  /// Thread-safe (blocks).
+  /// Blocks until every task posted so far (and every task they post) has finished. With the
+  /// pool paused at size 0, until it grows and runs them. Thread-safe (may block).
+  /// @throws std::logic_error when called from a task of this pool (it would wait for itself).
   void wait_idle() { wait_idle_until_deadline(detail::no_deadline()); }
 
-  /// Like wait_idle(), for at most `timeout`: true when the pool became idle in time, false on
-  /// timeout. Any duration works: duration::max() (of any unit) waits for as long as it takes,
-  /// without overflowing; zero or negative only looks. Throws std::logic_error from a task of
-  /// this pool. Thread-safe (blocks).
+  /// Like wait_idle(), for at most `timeout`. Any duration works: duration::max() (of any unit)
+  /// waits for as long as it takes, without overflowing; zero or negative only looks.
+  /// Thread-safe (may block).
+  /// @return true when the pool became idle in time; false on timeout (tasks are still pending).
+  /// @throws std::logic_error when called from a task of this pool.
   template <typename Rep, typename Period>
-  bool wait_idle_for(const std::chrono::duration<Rep, Period>& timeout) {
+  ASYNC_NODISCARD bool wait_idle_for(const std::chrono::duration<Rep, Period>& timeout) {
     return wait_idle_until_deadline(detail::deadline_after(timeout));
   }
 
-  /// Like wait_idle_for, until the time point `until` of any clock.
+  /// Like wait_idle_for, until the time point `until` of any clock (max() waits for as long as
+  /// it takes; a time point in the past only looks). Thread-safe (may block).
+  /// @return true when the pool became idle in time; false on timeout (tasks are still pending).
+  /// @throws std::logic_error when called from a task of this pool.
   template <typename Clock, typename Duration>
-  bool wait_idle_until(const std::chrono::time_point<Clock, Duration>& until) {
+  ASYNC_NODISCARD bool wait_idle_until(const std::chrono::time_point<Clock, Duration>& until) {
     return wait_idle_until_deadline(detail::deadline_at(until));
   }
 
@@ -344,18 +367,19 @@ public:
   /// Throws std::bad_alloc, having cancelled nothing, when memory runs out before the tasks are
   /// taken; after that, a broken promise allocates its future_error in the promise's destructor,
   /// where a failed allocation ends the program, as for any std::packaged_task destroyed unrun.
-  /// Thread-safe.
+  /// O(queued tasks). Thread-safe (may block: takes the pool's and the queues' locks).
   std::size_t cancel_pending() {
     return discard_if([](const detail::task& t) { return t.cancellable(); }, false);
   }
 
-  /// The default size: the hardware thread count, at least 1.
+  /// The default size: the hardware thread count, at least 1. Thread-safe (lock-free).
   static int default_size() noexcept {
     const unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);
   }
 
-  /// default_size() under the original library's name.
+  /// default_size() under the original library's name (MIGRATION.md M6). Thread-safe
+  /// (lock-free).
   static int defaultpoolsize() noexcept { return default_size(); }
 
 private:

@@ -20,6 +20,7 @@
 #include <future>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -394,4 +395,60 @@ TEST_CASE("M21 a program's own namespace detail beside the library's, after usin
   int out = 0;
   REQUIRE(q.dequeue(out));
   CHECK(out == 7);
+}
+
+// M22: from C++17 on, a try or timed call's result may not be dropped silently
+// (compat.fail.nodiscard_enqueue and compat.fail.nodiscard_dequeue show the warning). What the
+// row says to write instead compiles without a warning as C++14 and C++17 (this program is built
+// with -Werror) and does what the original's calls did.
+TEST_CASE("M22 try and timed calls: check the result, or cast it to void") {
+  async::bounded_queue<int> b(1);
+  CHECK(b.enqueue(1));
+  static_cast<void>(b.enqueue(2)); // full: nothing goes in, and this caller does not mind
+  int out = 0;
+  CHECK(b.dequeue(out));
+  CHECK(out == 1);
+  out = 0;
+  static_cast<void>(b.dequeue(out)); // empty: `out` is not written
+  CHECK(out == 0);
+  async::queue<int> q;
+  static_cast<void>(q.dequeue(out));
+  CHECK(out == 0);
+  int some[2] = {0, 0};
+  static_cast<void>(q.bulk_dequeue(some, 2));
+  CHECK(some[0] == 0);
+}
+
+// M23: 1.1.0 ran posts in one queue, in the order they were posted from any thread. Here a
+// task's first post runs right after it on the same worker; one thread's posts still start in
+// the order it posted them.
+TEST_CASE("M23 a task's first post runs next; one thread's posts keep their order") {
+  async::threadpool tp(0); // paused: everything below queues before a worker starts
+  std::mutex m;
+  std::vector<int> order;
+  auto note = [&m, &order](int v) {
+    std::lock_guard<std::mutex> lock(m);
+    order.push_back(v);
+  };
+  tp.post([&tp, note] {
+    note(1);
+    tp.post([note] { note(4); }); // 1.1.0: after 2 and 3
+  });
+  tp.post([note] { note(2); });
+  tp.post([note] { note(3); });
+  tp.configurepool(1);
+  tp.wait_idle();
+  CHECK(order == std::vector<int>{1, 4, 2, 3});
+}
+
+// M24: the false-sharing granule that both queues pad with (and report as cacheline_size) is
+// 128 bytes on x86-64 and AArch64, where the original used 64 everywhere.
+TEST_CASE("M24 cacheline_size is 128 on x86-64 and AArch64") {
+#if defined(__x86_64__) || defined(__aarch64__)
+  CHECK(async::queue<int>::cacheline_size == 128);
+  CHECK(async::bounded_queue<int>::cacheline_size == 128);
+#else
+  CHECK(async::queue<int>::cacheline_size == 64);
+  CHECK(async::bounded_queue<int>::cacheline_size == 64);
+#endif
 }

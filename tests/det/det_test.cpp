@@ -671,7 +671,9 @@ std::string close_wakes_every_waiter(det::plan& plan, std::size_t capacity, bool
   int results[2] = {-1, -1};
   if (producers) {
     for (std::size_t k = 0; k < capacity; ++k) {
-      q.enqueue(static_cast<int>(k)); // full: the producers below must wait
+      if (!q.enqueue(static_cast<int>(k))) { // full: the producers below must wait
+        return "an enqueue into a queue with room returned false";
+      }
     }
   }
   auto waiter = [&](int me) {

@@ -612,7 +612,7 @@ TEST_CASE("handlers that post handlers survive cancel_pending and resizing storm
       }
     }
   }
-  pool.wait_idle_for(std::chrono::seconds(20));
+  CHECK(pool.wait_idle_for(std::chrono::seconds(20)));
   CHECK(ran.load() + cancelled.load() == executed.load());
 }
 

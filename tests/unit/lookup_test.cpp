@@ -128,7 +128,7 @@ TEST_CASE("lookup: the queues' helpers are not found in the element's namespace"
   CHECK(out.at(0).v == 6);
 
   async::bounded_queue<user::element> b(2);
-  b.enqueue(7);
+  REQUIRE(b.enqueue(7));
   REQUIRE(b.dequeue(e));
   CHECK(e.v == 7);
 }

@@ -24,7 +24,7 @@
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
 //   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE, ASYNC_NOINLINE, ASYNC_HOT_INLINE,
-//   ASYNC_PROCESS_WIDE
+//   ASYNC_PROCESS_WIDE, ASYNC_NODISCARD
 //   ASYNC_PERTURB()        a schedule-perturbation point (defined in detail/perturb.h)
 //   ASYNC_FAULT_THREAD_START()  a fault-injection point (defined in detail/perturb.h)
 #ifndef ASYNC_DETAIL_CONFIG_H
@@ -148,6 +148,21 @@
 #else
 #define ASYNC_PROCESS_WIDE
 #endif
+#endif
+
+// [[nodiscard]] from C++17 on; nothing before (C++14 with -Wpedantic would warn about it). The
+// rule: a result gets it when it can say "no" in a program that never calls close() and sets
+// no NOEXCEPT_CHECK, that is, every try call and every timed call (a try enqueue that finds
+// the queue full, a dequeue that finds it empty, a bulk_dequeue that takes fewer than asked,
+// a wait that times out). A dropped "no" there is a lost element or an out-parameter never
+// written. Calls that can only say "no" after close() (queue::enqueue, bulk_enqueue, the
+// blocking calls) do not get it: a program that never closes may ignore them. Nor does
+// threadpool::post: fire-and-forget callers drop its future (which, unlike std::async's, does
+// not wait when destroyed).
+#if ASYNC_CPLUSPLUS >= 17
+#define ASYNC_NODISCARD [[nodiscard]]
+#else
+#define ASYNC_NODISCARD
 #endif
 
 // Forces inlining in optimized builds only. An unoptimized build (coverage, -O0 debugging)

@@ -117,7 +117,8 @@ inline bool cv_wait_until(std::condition_variable& cv, std::unique_lock<std::mut
 /// threads than cores: each yield can then take tens of microseconds, and a waiter that keeps
 /// yielding stays runnable and delays the very thread it waits for, where a parked one would
 /// get out of its way. (The queues used these numbers before; the pool, which used 64 pauses
-/// and 64 yields within 50 us, was measured before and after it took them: README.)
+/// and 64 yields within 50 us, was measured before and after it took them: docs/benchmarks.md, "The
+/// pool's lock".)
 struct wait_policy {
   /// Pause rounds before the yield phase (a queue's SPIN_BUDGET replaces it).
   static constexpr unsigned pauses = 256;

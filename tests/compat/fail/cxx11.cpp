@@ -1,6 +1,6 @@
 // expect: async requires C\+\+14 or later
-// MIGRATION.md M11: compiled as C++11 (this test passes -std=c++11), the headers stop with a
-// message.
+// flags: -std=c++11
+// MIGRATION.md M11: compiled as C++11 (the flags line above), the headers stop with a message.
 #include "queue.h"
 
 int main() {
