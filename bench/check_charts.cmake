@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSL-1.0
-# bench-smoke.charts: bench/plot.py over the CSVs of a committed run, in a fresh folder. Fails
-# unless it exits 0 and draws both kinds of chart: measured values and ours / peer with ranges.
+# bench-smoke.charts: bench/plot.py over the CSVs of a committed run (those of its subfolders
+# too, one per binary's commit), in a fresh folder. Fails unless it exits 0 and draws both kinds
+# of chart: measured values and ours / peer with ranges.
 #   cmake -DPYTHON=<python with matplotlib> -DPLOT=<plot.py> -DRUN=<results folder>
 #         -DOUT=<scratch folder> -P check_charts.cmake
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}")
-file(GLOB csvs "${RUN}/*.csv")
+file(GLOB_RECURSE csvs "${RUN}/*.csv")
 if(NOT csvs)
   message(FATAL_ERROR "check_charts: no CSV in ${RUN}")
 endif()
