@@ -206,7 +206,9 @@ void register_rig(int workers, int strands, int follow_ups) {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"Asio's work queue with strands: over our pool and over Asio's own",
+                         "handlers"};
+  return run_main(argc, argv, info, [] {
     for (int w : worker_counts()) {
       for (int strands : {8, 64}) {
         const int follow_ups = 16;

@@ -8,6 +8,7 @@
 #ifndef ASYNC_BENCH_COMMON_HARNESS_H
 #define ASYNC_BENCH_COMMON_HARNESS_H
 
+#include "elements.h"
 #include "registry.h"
 
 #include <async/detail/cache.h>
@@ -18,18 +19,23 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -40,13 +46,24 @@ namespace async_bench {
 
 // ---- options ------------------------------------------------------------------------------------
 
+/// What a scenario binary is: shown by --help and in the summary.
+struct binary_info {
+  const char* what;           // one line: the question it answers
+  const char* unit = "items"; // what its rate counts (items, tasks, round trips...)
+  bool element_types = false; // takes --async_type (the queue scenarios)
+};
+
 struct options {
   int threads = 0;                              // N: the machine's hardware threads unless given
   std::uint64_t items = std::uint64_t(1) << 20; // items moved per measured iteration
   bool oversubscribe = false;                   // also run shapes with more threads than N
   bool pin = false;                             // pin the k-th thread of a measurement to CPU k
   std::string csv;                              // where to write the CSV (empty: no CSV)
-  int rounds = 0; // > 0: every case runs this many times, ours and the peers interleaved
+  int rounds = 0;           // > 0: every case runs this many times, ours and the peers interleaved
+  std::string type = "u64"; // the element type of the queue scenarios
+  bool full = false;        // print every measurement and the per-case tables
+  std::string binary = "bench"; // the binary's name (argv[0] without its folder)
+  binary_info info{""};
 };
 
 inline options& opts() {
@@ -54,9 +71,73 @@ inline options& opts() {
   return o;
 }
 
-/// Reads and removes our own --async_* flags; the rest goes to Google Benchmark.
+/// The element types of --async_type: the flag's value and the type's name in tables.
+inline const char* element_type_name(const std::string& flag) {
+  return flag == "u64" ? "uint64_t" : flag == "struct64" ? "64-byte struct" : "std::string";
+}
+
+/// --help: our flags with their defaults, then the Google Benchmark flags worth knowing.
+inline void print_help() {
+  const options defaults;
+  std::printf(
+      "%s: %s\n\n"
+      "Usage: %s [flags]\n\n"
+      "Flags of this benchmark (defaults in brackets):\n"
+      "  --async_rounds=R       run every case R times, ours and the peers back to back in each\n"
+      "                         round; tables give medians and the range of the per-round\n"
+      "                         ratios [0: each case once; the bench preset passes 5]\n"
+      "  --async_threads=N      the thread count the shapes are built for [hardware threads: %u]\n"
+      "  --async_items=K        items moved per measured iteration [%llu]\n"
+      "  --async_oversubscribe  also the shapes with more threads than N%s\n"
+      "  --async_pin            pin the k-th thread of a measurement to CPU k [off]\n"
+      "  --async_csv=FILE       save the results: FILE (CSV), and beside it FILE's name with\n"
+      "                         .md (the summary) and .meta.json (machine, commit, flags, type)\n"
+      "  --async_full           also print every measurement and the full per-case tables\n",
+      opts().binary.c_str(), opts().info.what, opts().binary.c_str(),
+      std::thread::hardware_concurrency(), static_cast<unsigned long long>(defaults.items),
+      opts().info.element_types ? " (without it, 1p1c,\n                         2p2c and 4p4c "
+                                  "still run where they do not fit, marked *)"
+                                : "");
+  if (opts().info.element_types) {
+    std::printf(
+        "  --async_type=T         the element type: u64 (uint64_t), struct64 (a 64-byte\n"
+        "                         trivially copyable struct) or string (std::string of 24\n"
+        "                         characters, heap-allocated) [u64]; every value is checked\n"
+        "                         (exactly once, per-producer FIFO, whole) for every type\n");
+  }
+  std::printf(
+      "\nGoogle Benchmark's flags that help here (all of them: --benchmark_help):\n"
+      "  --benchmark_filter=REGEX     only the cases whose name matches, e.g. '/1p1c/'\n"
+      "  --benchmark_list_tests       list the cases and exit\n"
+      "  --benchmark_min_time=S       seconds per measurement [0.5; the bench preset: 0.2]\n"
+      "  --benchmark_out=FILE --benchmark_out_format=json   every measurement, raw\n");
+}
+
+[[noreturn]] inline void usage_error(const std::string& what) {
+  std::fprintf(stderr, "%s: %s (see --help)\n", opts().binary.c_str(), what.c_str());
+  std::exit(2);
+}
+
+/// A whole positive number from a flag's value, or a clear error.
+inline std::uint64_t positive_number(const char* flag, const char* v) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*v == '\0' || *v == '-' || end == nullptr || *end != '\0' || n == 0) {
+    usage_error(std::string(flag) + " takes a whole number above 0, not '" + v + "'");
+  }
+  return n;
+}
+
+/// Reads and removes our own --async_* flags; the rest goes to Google Benchmark. A misspelt or
+/// out-of-range flag of ours stops the binary with a message (exit status 2). --help (or -h)
+/// prints our flags and exits; --benchmark_help is Google Benchmark's own list.
 inline void parse_options(int& argc, char** argv) {
+  if (argc > 0 && argv[0] != nullptr) {
+    const std::string path = argv[0];
+    opts().binary = path.substr(path.find_last_of('/') + 1);
+  }
   int out = 1;
+  bool help = false;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     auto value = [a](const char* key) -> const char* {
@@ -64,26 +145,58 @@ inline void parse_options(int& argc, char** argv) {
       return std::strncmp(a, key, n) == 0 ? a + n : nullptr;
     };
     if (const char* v = value("--async_threads=")) {
-      opts().threads = std::atoi(v);
+      opts().threads =
+          static_cast<int>(std::min<std::uint64_t>(positive_number("--async_threads", v), 4096));
     } else if (const char* v = value("--async_items=")) {
-      opts().items = std::strtoull(v, nullptr, 10);
+      opts().items = positive_number("--async_items", v);
     } else if (const char* v = value("--async_csv=")) {
+      if (*v == '\0') {
+        usage_error("--async_csv takes a file name");
+      }
       opts().csv = v;
     } else if (const char* v = value("--async_rounds=")) {
-      opts().rounds = std::atoi(v);
+      opts().rounds =
+          static_cast<int>(std::min<std::uint64_t>(positive_number("--async_rounds", v), 1000));
+    } else if (const char* v = value("--async_type=")) {
+      opts().type = v;
+      if (opts().type != "u64" && opts().type != "struct64" && opts().type != "string") {
+        usage_error("--async_type is u64, struct64 or string, not '" + opts().type + "'");
+      }
     } else if (std::strcmp(a, "--async_oversubscribe") == 0) {
       opts().oversubscribe = true;
     } else if (std::strcmp(a, "--async_pin") == 0) {
       opts().pin = true;
+    } else if (std::strcmp(a, "--async_full") == 0) {
+      opts().full = true;
+    } else if (std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0) {
+      help = true;
+    } else if (std::strcmp(a, "--benchmark_help") == 0) {
+      argv[out++] = const_cast<char*>("--help"); // Google Benchmark's list of its flags
+    } else if (std::strncmp(a, "--async", 7) == 0) {
+      usage_error(std::string("unknown flag ") + a);
     } else {
       argv[out++] = argv[i];
     }
   }
   argc = out;
+  if (help) {
+    print_help();
+    std::exit(0);
+  }
+  if (opts().type != "u64" && !opts().info.element_types) {
+    usage_error("--async_type: this benchmark has no element type to choose (its messages "
+                "or tasks are its own)");
+  }
   if (opts().threads <= 0) {
     const unsigned n = std::thread::hardware_concurrency();
     opts().threads = n == 0 ? 2 : static_cast<int>(n);
   }
+}
+
+/// The hardware threads of this machine (2 when the system does not say).
+inline int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 2 : static_cast<int>(n);
 }
 
 inline bool& failed() {
@@ -91,8 +204,17 @@ inline bool& failed() {
   return f;
 }
 
+/// The cases whose result was wrong (the harness's own test looks at them).
+inline std::vector<std::string>& failed_cases() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+inline std::string& current_case();
+
 inline void fail(benchmark::State& state, const std::string& what) {
   failed() = true;
+  failed_cases().push_back(current_case());
   std::fprintf(stderr, "VERIFICATION FAILED: %s\n", what.c_str());
   state.SkipWithError(what.c_str());
 }
@@ -140,9 +262,10 @@ inline void pin_thread(int k) {
 
 /// The common part of a queue adapter: its queue type, created for a capacity, and its traits
 /// (queue_traits). Adapters add name(), push() and pop() (and push_bulk, pop_bulk with bulk).
-template <typename Queue>
+template <typename Queue, typename T = std::uint64_t>
 struct owning_adapter : queue_traits {
   using queue = Queue;
+  using value_type = T;
   static std::unique_ptr<queue> make(std::size_t capacity) {
     return std::unique_ptr<queue>(new queue(capacity));
   }
@@ -182,8 +305,9 @@ struct shape {
   }
 };
 
-/// 1p1c, 2p2c, 4p4c, 8p8c, 1p(N-1)c, (N-1)p1c: those that fit in N threads (all of them with
-/// --async_oversubscribe).
+/// 1p1c, 2p2c, 4p4c, 8p8c, 1p(N-1)c, (N-1)p1c: those that fit in N threads, and 2p2c and 4p4c
+/// always (on a machine of few cores they are the shapes that show contention; the summary
+/// marks them as oversubscribed); all of them with --async_oversubscribe.
 inline std::vector<shape> throughput_shapes() {
   const int n = opts().threads;
   std::vector<shape> all = {{1, 1}, {2, 2}, {4, 4}, {8, 8}};
@@ -193,11 +317,12 @@ inline std::vector<shape> throughput_shapes() {
   }
   std::vector<shape> out;
   for (const shape& s : all) {
-    const bool fits = s.producers + s.consumers <= n;
+    const bool always = s.producers == s.consumers && s.producers <= 4; // 1p1c to 4p4c
+    const bool shown = s.producers + s.consumers <= n || always;
     const bool seen = std::any_of(out.begin(), out.end(), [&](const shape& o) {
       return o.producers == s.producers && o.consumers == s.consumers;
     });
-    if ((fits || opts().oversubscribe) && !seen) {
+    if ((shown || opts().oversubscribe) && !seen) {
       out.push_back(s);
     }
   }
@@ -281,25 +406,55 @@ inline std::string& current_case() {
 /// adapter without them is only ever measured with batch == 1), at most max_batch.
 constexpr std::size_t max_batch = 64;
 
-template <typename Adapter>
-void push_batch(typename Adapter::queue& q, const std::uint64_t* v, std::size_t n) {
+template <typename Adapter, typename T>
+void push_batch(typename Adapter::queue& q, T* v, std::size_t n) {
   if constexpr (Adapter::bulk) {
     Adapter::push_bulk(q, v, n);
   } else {
     for (std::size_t k = 0; k < n; ++k) {
-      Adapter::push(q, v[k]);
+      Adapter::push(q, std::move(v[k]));
     }
   }
 }
 
+/// What one consumer received: the sum of the keys, the per-producer order, and the elements
+/// that came back not whole (a torn or mixed-up copy).
+class receipt {
+public:
+  explicit receipt(int producers) : fifo_(producers) {}
+
+  template <typename T>
+  void take(const T& e) {
+    std::uint64_t key = 0;
+    if (!element<T>::key_of(e, key)) {
+      ++broken_;
+    }
+    fifo_.see(key);
+    sum_ += key;
+  }
+
+  std::uint64_t sum() const { return sum_; }
+  std::uint64_t violations() const { return fifo_.violations(); }
+  std::uint64_t broken() const { return broken_; }
+
+private:
+  fifo_check fifo_;
+  std::uint64_t sum_ = 0;
+  std::uint64_t broken_ = 0;
+};
+
 /// The measuring loop: P producers push, C consumers pop, `items` values per iteration, one at a
 /// time (batch == 1) or in bulk calls of up to `batch`. With single calls each consumer pops an
 /// exact quota; with bulk calls the consumers share the total, each taking what it gets. The
-/// sum of what was popped must be the sum of what was pushed. Measured from the start line to
-/// the last join.
+/// sum of what was popped must be the sum of what was pushed, and every element whole. The
+/// elements are the adapter's value_type (see elements.h), built by the producers as they go
+/// (one per push, or a batch filled, then handed over), as a caller would: their construction,
+/// and a consumer's check of each, are in the measured time for every queue alike. Measured
+/// from the start line to the last join.
 template <typename Adapter>
 void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
                       std::size_t batch = 1) {
+  using T = typename Adapter::value_type;
   const quotas quota(sh);
   const std::uint64_t per_producer = quota.per_producer;
   const std::uint64_t per_consumer = quota.per_consumer;
@@ -311,6 +466,7 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
     start_line start;
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(sh.consumers), 0);
     std::vector<std::uint64_t> violations(static_cast<std::size_t>(sh.consumers), 0);
+    std::atomic<std::uint64_t> broken{0};
     std::atomic<std::uint64_t> taken{0}; // bulk consumers: values taken so far, by all
     std::vector<std::thread> threads;
     for (int p = 0; p < sh.producers; ++p) {
@@ -321,15 +477,15 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
         const std::uint64_t end = next + per_producer;
         if (batch == 1) {
           for (; next < end; ++next) {
-            Adapter::push(*q, next);
+            Adapter::push(*q, element<T>::make(next));
           }
           return;
         }
-        std::uint64_t values[max_batch]; // on the stack, as a caller's batch would be
+        T values[max_batch]; // on the stack, as a caller's batch would be
         while (next < end) {
           const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, end - next));
           for (std::size_t k = 0; k < n; ++k) {
-            values[k] = next + k;
+            values[k] = element<T>::make(next + k);
           }
           push_batch<Adapter>(*q, values, n);
           next += n;
@@ -340,16 +496,13 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
       threads.emplace_back([&, c] {
         pin_thread(sh.producers + c);
         start.wait();
-        std::uint64_t sum = 0;
-        fifo_check fifo(sh.producers);
+        receipt got(sh.producers);
         if (batch == 1) {
           for (std::uint64_t i = 0; i < per_consumer; ++i) {
-            const std::uint64_t v = Adapter::pop(*q);
-            fifo.see(v);
-            sum += v;
+            got.take(Adapter::pop(*q));
           }
         } else if constexpr (Adapter::bulk) {
-          std::uint64_t values[max_batch];
+          T values[max_batch];
           spin_wait wait;
           while (taken.load(std::memory_order_relaxed) < total) {
             const std::size_t n = Adapter::pop_bulk(*q, values, batch);
@@ -358,21 +511,26 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
               continue;
             }
             for (std::size_t k = 0; k < n; ++k) {
-              fifo.see(values[k]);
-              sum += values[k];
+              got.take(values[k]);
             }
             taken.fetch_add(n, std::memory_order_relaxed);
           }
         }
-        sums[static_cast<std::size_t>(c)] = sum;
-        violations[static_cast<std::size_t>(c)] = fifo.violations();
+        sums[static_cast<std::size_t>(c)] = got.sum();
+        violations[static_cast<std::size_t>(c)] = got.violations();
+        broken.fetch_add(got.broken(), std::memory_order_relaxed);
       });
     }
     state.SetIterationTime(start.open_and_join(threads));
     const std::uint64_t sum = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
+    const std::string what = std::string(Adapter::name()) + " " + sh.name() +
+                             (batch > 1 ? " bulk" : "") + " (" + element<T>::name() + ")";
+    if (broken.load() != 0) {
+      fail(state, what + ": " + std::to_string(broken.load()) + " elements arrived not whole");
+      return;
+    }
     if (sum != expected_sum) {
-      fail(state, std::string(Adapter::name()) + " " + sh.name() + (batch > 1 ? " bulk" : "") +
-                      ": sum " + std::to_string(sum) + " != " + std::to_string(expected_sum));
+      fail(state, what + ": sum " + std::to_string(sum) + " != " + std::to_string(expected_sum));
       return;
     }
     fifo_tally& tally = fifo_tallies()[current_case()];
@@ -384,19 +542,26 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
 }
 
 /// One value bounces between two threads through two queues; `items` round trips per
-/// iteration. Reported as round trips per second and ns per round trip.
+/// iteration. Reported as round trips per second and ns per round trip. The echo thread sends
+/// back a new element whose key is one more than the one it received.
 template <typename Adapter>
 void ping_pong(benchmark::State& state, std::size_t capacity) {
+  using T = typename Adapter::value_type;
   const std::uint64_t rounds = std::max<std::uint64_t>(1, opts().items / 16);
   for (auto _ : state) {
     auto there = Adapter::make(capacity);
     auto back = Adapter::make(capacity);
     start_line start;
+    std::atomic<bool> whole{true};
     std::thread echo([&] {
       pin_thread(1);
       start.wait();
       for (std::uint64_t i = 0; i < rounds; ++i) {
-        Adapter::push(*back, Adapter::pop(*there) + 1);
+        std::uint64_t key = 0;
+        if (!element<T>::key_of(Adapter::pop(*there), key)) {
+          whole.store(false, std::memory_order_relaxed);
+        }
+        Adapter::push(*back, element<T>::make(key + 1));
       }
     });
     pin_thread(0);
@@ -404,14 +569,17 @@ void ping_pong(benchmark::State& state, std::size_t capacity) {
     start.open();
     std::uint64_t v = 1;
     for (std::uint64_t i = 0; i < rounds; ++i) {
-      Adapter::push(*there, v);
-      v = Adapter::pop(*back);
+      Adapter::push(*there, element<T>::make(v));
+      if (!element<T>::key_of(Adapter::pop(*back), v)) {
+        whole.store(false, std::memory_order_relaxed);
+      }
     }
     echo.join();
     const auto t1 = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    if (v != rounds + 1) {
-      fail(state, std::string(Adapter::name()) + " ping-pong: " + std::to_string(v));
+    if (v != rounds + 1 || !whole.load()) {
+      fail(state, std::string(Adapter::name()) + " ping-pong (" + element<T>::name() +
+                      "): " + (whole.load() ? "ended at " + std::to_string(v) : "a torn element"));
       return;
     }
     state.counters["ns_per_round_trip"] =
@@ -444,7 +612,27 @@ inline std::vector<pending_case>& pending_cases() {
   return cases;
 }
 
+/// How many cases were registered (each round's included): the progress lines count them.
+inline std::size_t& registered_cases() {
+  static std::size_t n = 0;
+  return n;
+}
+
+/// The call style of each implementation, by name ("blocking": it waits inside its calls;
+/// "try": the harness retries its try calls): the summary compares a peer with the one of ours
+/// that has the same style. Implementations without one (pools) compare with ours' first.
+inline std::map<std::string, std::string>& call_styles() {
+  static std::map<std::string, std::string> styles;
+  return styles;
+}
+
+template <typename Adapter>
+const char* call_style() {
+  return Adapter::blocking ? "blocking" : "try";
+}
+
 inline void register_case(const pending_case& c) {
+  ++registered_cases();
   const std::string name = c.name;
   const std::function<void(benchmark::State&)> run = c.run;
   configure(benchmark::RegisterBenchmark(name.c_str(), [name, run](benchmark::State& st) {
@@ -460,7 +648,10 @@ inline void register_case(const pending_case& c) {
 /// back (in reverse order every other round), so that ours and each peer are measured seconds
 /// apart in every round, and a machine that changes speed shifts both sides of a ratio alike.
 template <typename Run>
-void add_case(const std::string& name, Run run) {
+void add_case(const std::string& name, Run run, const char* style = nullptr) {
+  if (style != nullptr) {
+    call_styles()[name.substr(name.rfind('/') + 1)] = style;
+  }
   pending_case c{name, std::function<void(benchmark::State&)>(std::move(run))};
   if (opts().rounds > 0) {
     pending_cases().push_back(std::move(c));
@@ -501,8 +692,10 @@ void register_throughput(const std::vector<std::size_t>& capacities) {
         continue; // a single-producer single-consumer queue: 1p1c only
       }
       const std::string params = (cap ? "cap:" + std::to_string(cap) + "/" : "") + sh.name();
-      add_case(bench_name("throughput", params, Adapter::name()),
-               [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); });
+      add_case(
+          bench_name("throughput", params, Adapter::name()),
+          [sh, cap](benchmark::State& st) { queue_throughput<Adapter>(st, sh, cap); },
+          call_style<Adapter>());
     }
   }
 }
@@ -512,15 +705,19 @@ template <typename Adapter>
 void register_bulk(std::size_t batch) {
   batch = std::min(batch, max_batch);
   for (const shape& sh : throughput_shapes()) {
-    add_case(bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()),
-             [sh, batch](benchmark::State& st) { queue_throughput<Adapter>(st, sh, 0, batch); });
+    add_case(
+        bench_name("bulk" + std::to_string(batch), sh.name(), Adapter::name()),
+        [sh, batch](benchmark::State& st) { queue_throughput<Adapter>(st, sh, 0, batch); },
+        call_style<Adapter>());
   }
 }
 
 template <typename Adapter>
 void register_ping_pong(std::size_t capacity) {
-  add_case(bench_name("ping_pong", "round_trip", Adapter::name()),
-           [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); });
+  add_case(
+      bench_name("ping_pong", "round_trip", Adapter::name()),
+      [capacity](benchmark::State& st) { ping_pong<Adapter>(st, capacity); },
+      call_style<Adapter>());
 }
 
 // ---- run context ---------------------------------------------------------------------------
@@ -532,8 +729,8 @@ void register_ping_pong(std::size_t capacity) {
 #define ASYNC_BENCH_FLAGS "unknown"
 #endif
 
-/// What a result depends on: CPU, cores, compiler, flags, commit (one line each, prefixed).
-inline std::string context(const char* prefix) {
+/// The CPU's name as /proc/cpuinfo gives it ("unknown" elsewhere).
+inline std::string cpu_name() {
   std::string cpu = "unknown";
   // AArch64 kernels often name no model: the implementer and part numbers instead.
   std::string implementer;
@@ -571,16 +768,44 @@ inline std::string context(const char* prefix) {
 #else
   (void)x86_info;
 #endif
+  return cpu;
+}
+
+/// The CPU and the hardware threads, in one line.
+inline std::string machine_line() {
+  return cpu_name() + ", " + std::to_string(hardware_threads()) + " hardware threads";
+}
+
+inline std::string compiler_line() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "g++ " __VERSION__;
+#else
+  return "an unknown compiler";
+#endif
+}
+
+/// The date and time now, UTC, in ISO 8601 ("2026-11-28T14:05:09Z"); today() the date alone.
+inline std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+inline std::string today() { return now_utc().substr(0, 10); }
+
+/// What a result depends on: CPU, cores, compiler, flags, commit (one line each, prefixed).
+inline std::string context(const char* prefix) {
   std::string out;
-  out += std::string(prefix) + "cpu: " + cpu + "\n";
+  out += std::string(prefix) + "cpu: " + cpu_name() + "\n";
   out += std::string(prefix) +
          "hardware threads: " + std::to_string(std::thread::hardware_concurrency()) +
          ", N used: " + std::to_string(opts().threads) + "\n";
-#if defined(__clang__)
-  out += std::string(prefix) + "compiler: clang " __clang_version__ "\n";
-#elif defined(__GNUC__)
-  out += std::string(prefix) + "compiler: g++ " __VERSION__ "\n";
-#endif
+  out += std::string(prefix) + "compiler: " + compiler_line() + "\n";
   // What the library chose for this target: where ARM boards and x86 differ.
   out += std::string(prefix) + "platform: " ASYNC_ARCH_NAME ", cache line " +
          std::to_string(async::detail::cache_line_size) + " bytes, spin hint " +
@@ -588,6 +813,9 @@ inline std::string context(const char* prefix) {
          (std::atomic<std::uint64_t>::is_always_lock_free ? "lock-free" : "NOT lock-free") + "\n";
   out += std::string(prefix) + "flags: " ASYNC_BENCH_FLAGS "\n";
   out += std::string(prefix) + "commit: " ASYNC_BENCH_COMMIT "\n";
+  if (opts().info.element_types) {
+    out += std::string(prefix) + "element type: " + element_type_name(opts().type) + "\n";
+  }
   return out;
 }
 
@@ -600,22 +828,171 @@ inline double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/// Console output as usual, then one table per scenario: the median rate (or cost) of every
-/// implementation and how many times better ours (the first implementation whose name starts
-/// with "async::") is than each peer. With --async_rounds the ratio is the median of the
-/// per-round ratios, with their range; then the per-producer FIFO violations of every case.
+/// A value for a table: three significant figures at most, never 0.0000 for a small value.
+inline std::string short_number(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  std::snprintf(buf, sizeof buf,
+                a >= 100              ? "%.0f"
+                : a >= 10             ? "%.1f"
+                : a >= 0.01 || a == 0 ? "%.2f"
+                                      : "%.2g",
+                v);
+  return buf;
+}
+
+/// Words wrapped at `width` columns (a paragraph of the summary).
+inline std::string wrap(const std::string& text, std::size_t width = 100) {
+  std::string out;
+  std::size_t line = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(' ', at);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    const std::string word = text.substr(at, end - at);
+    if (line > 0 && line + 1 + word.size() > width) {
+      out += '\n';
+      line = 0;
+    } else if (line > 0) {
+      out += ' ';
+      ++line;
+    }
+    out += word;
+    line += word.size();
+    at = end + 1;
+  }
+  return out + "\n";
+}
+
+/// A Markdown table whose columns are padded to their widths (readable as plain text too);
+/// `right` marks the columns of numbers.
+inline std::string markdown_table(const std::vector<std::string>& head,
+                                  const std::vector<std::vector<std::string>>& rows,
+                                  const std::vector<bool>& right) {
+  std::vector<std::size_t> width(head.size(), 3);
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    width[c] = std::max(width[c], head[c].size());
+    for (const auto& r : rows) {
+      width[c] = std::max(width[c], r[c].size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      out += " " + (right[c] ? pad + cells[c] : cells[c] + pad) + " |";
+    }
+    return out + "\n";
+  };
+  std::string out = line(head) + "|";
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    out += std::string(width[c] + 1, '-') + (right[c] ? ":|" : "-|");
+  }
+  out += "\n";
+  for (const auto& r : rows) {
+    out += line(r);
+  }
+  return out;
+}
+
+/// A string as a JSON string literal.
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// The path of a file beside the CSV: the CSV's name with `suffix` in place of ".csv".
+inline std::string beside_csv(const char* suffix) {
+  std::string path = opts().csv;
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+    path.erase(dot);
+  }
+  return path + suffix;
+}
+
+/// The run's context as JSON, beside the CSV (.meta.json): what the results depend on.
+inline void write_meta_json() {
+  std::ofstream out(beside_csv(".meta.json"));
+  out << "{\n"
+      << "  \"binary\": " << json_string(opts().binary) << ",\n"
+      << "  \"question\": " << json_string(opts().info.what) << ",\n"
+      << "  \"date\": " << json_string(now_utc()) << ",\n"
+      << "  \"machine\": " << json_string(machine_line()) << ",\n"
+      << "  \"cpu\": " << json_string(cpu_name()) << ",\n"
+      << "  \"hardware_threads\": " << hardware_threads() << ",\n"
+      << "  \"threads\": " << opts().threads << ",\n"
+      << "  \"compiler\": " << json_string(compiler_line()) << ",\n"
+      << "  \"flags\": " << json_string(ASYNC_BENCH_FLAGS) << ",\n"
+      << "  \"commit\": " << json_string(ASYNC_BENCH_COMMIT) << ",\n"
+      << "  \"element_type\": "
+      << (opts().info.element_types ? json_string(element_type_name(opts().type)) : "null") << ",\n"
+      << "  \"unit\": " << json_string(opts().info.unit) << ",\n"
+      << "  \"rounds\": " << std::max(1, opts().rounds) << ",\n"
+      << "  \"items\": " << opts().items << "\n"
+      << "}\n";
+}
+
+/// The run's results. On the console: a line per round (every measurement with --async_full),
+/// then the summary: one table per scenario and call style of ours, each peer against the one
+/// of ours with the same call style (median of the rounds; ours / peer as the median of the
+/// per-round ratios with their range), 100 columns wide at most. With --async_full, also the
+/// per-case tables of every implementation and the per-producer FIFO counts. With --async_csv,
+/// the summary is saved beside the CSV (.md), and the run's context in a JSON (.meta.json).
 class table_reporter : public benchmark::ConsoleReporter {
 public:
+  table_reporter()
+      : ConsoleReporter(isatty(fileno(stdout)) ? OO_ColorTabular : OO_Tabular),
+        started_(std::chrono::steady_clock::now()) {}
+
+  bool ReportContext(const Context& context) override {
+    // Google Benchmark's machine lines, and a word on its warning about its own build.
+    std::ostringstream lines;
+    std::ostream& err = GetErrorStream();
+    SetErrorStream(&lines);
+    const bool ok = ConsoleReporter::ReportContext(context);
+    SetErrorStream(&err);
+    err << lines.str();
+    if (lines.str().find("built as DEBUG") != std::string::npos) {
+      err << wrap("(That warning is about Google Benchmark itself, as some distributions build "
+                  "it: these benchmarks time each measurement with their own clock, and the "
+                  "code under test is built as the flags line above says.)");
+    }
+    err.flush();
+    return ok;
+  }
+
   void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
+    if (opts().full) {
+      ConsoleReporter::ReportRuns(runs);
+    }
+    ++reported_;
     // One call per registered case: its runs, then (with repetitions) their aggregates. The
     // case contributes one value: the median aggregate, else the median of its runs.
     std::string name;
     std::string threads;
     std::vector<double> values;
     double aggregate_median = -1;
+    double thread_count = 0;
     for (const Run& r : runs) {
       if (r.error_occurred) {
+        std::printf("ERROR in %s: %s\n", r.benchmark_name().c_str(), r.error_message.c_str());
+        progress();
         return;
       }
       const bool aggregate = !r.aggregate_name.empty();
@@ -628,7 +1005,7 @@ public:
         if (it == r.counters.end()) {
           it = r.counters.find(cost);
           if (it != r.counters.end()) {
-            metric_ = cost;
+            cost_ = cost;
           }
         }
       }
@@ -638,6 +1015,10 @@ public:
       if (it == r.counters.end()) {
         continue;
       }
+      const auto t = r.counters.find("threads");
+      if (t != r.counters.end()) {
+        thread_count = t->second.value;
+      }
       name = r.run_name.function_name;
       threads = r.run_name.threads;
       if (aggregate) {
@@ -646,6 +1027,7 @@ public:
         values.push_back(it->second.value);
       }
     }
+    progress();
     if (name.empty() || (values.empty() && aggregate_median < 0)) {
       return;
     }
@@ -660,6 +1042,9 @@ public:
     }
     rows_[group][impl].push_back(aggregate_median >= 0 ? aggregate_median : median(values));
     names_[group][impl] = name;
+    if (thread_count > 0) {
+      threads_[group] = static_cast<int>(thread_count);
+    }
     if (std::find(impls_.begin(), impls_.end(), impl) == impls_.end()) {
       impls_.push_back(impl);
     }
@@ -675,11 +1060,25 @@ public:
     return i == g->second.end() ? 0 : i->second.size();
   }
 
+  /// The summary (Markdown) that Finalize printed and saved.
+  const std::string& summary() const { return summary_; }
+
   void Finalize() override {
     ConsoleReporter::Finalize();
-    print_table();
-    print_fifo();
-    write_csv();
+    if (opts().full) {
+      print_table();
+      print_fifo();
+    }
+    summary_ = make_summary();
+    std::printf("\n%s", summary_.c_str());
+    std::fflush(stdout);
+    if (!opts().csv.empty()) {
+      write_csv();
+      std::ofstream(beside_csv(".md")) << summary_;
+      write_meta_json();
+      std::printf("\nSaved: %s, %s, %s\n", opts().csv.c_str(), beside_csv(".md").c_str(),
+                  beside_csv(".meta.json").c_str());
+    }
   }
 
 private:
@@ -690,38 +1089,65 @@ private:
     std::size_t rounds = 0;
   };
 
-  bool rate() const { return metric_ == "items/s"; }
+  using row_type = std::map<std::string, std::vector<double>>;
 
-  std::string ours() const {
+  bool rate() const { return cost_.empty(); }
+
+  static bool is_ours(const std::string& impl) { return impl.compare(0, 7, "async::") == 0; }
+
+  static std::string style_of(const std::string& impl) {
+    const auto it = call_styles().find(impl);
+    return it == call_styles().end() ? std::string() : it->second;
+  }
+
+  /// A line per finished round (per case with --async_full, which prints the runs instead).
+  void progress() {
+    if (opts().full) {
+      return;
+    }
+    const std::size_t rounds = static_cast<std::size_t>(std::max(1, opts().rounds));
+    const std::size_t per_round = std::max<std::size_t>(1, registered_cases() / rounds);
+    if (reported_ % per_round == 0) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+      std::printf("round %zu of %zu: %zu cases measured, %.0f s so far\n", reported_ / per_round,
+                  rounds, per_round, seconds);
+      std::fflush(stdout);
+    }
+  }
+
+  /// The one of ours that a peer is compared with in a case: the first of ours in the case
+  /// with the peer's call style, else the first of ours there.
+  std::string ours_for(const std::string& group, const std::string& peer) const {
+    const row_type& row = rows_.at(group);
+    std::string first;
     for (const auto& i : impls_) {
-      if (i.compare(0, 7, "async::") == 0) {
+      if (!is_ours(i) || !row.count(i)) {
+        continue;
+      }
+      if (first.empty()) {
+        first = i;
+      }
+      if (!style_of(i).empty() && style_of(i) == style_of(peer)) {
         return i;
       }
     }
-    return {};
+    return first;
   }
 
-  /// Ours vs `peer` in one case, round by round ("how many times better ours is": a higher
+  /// `our` vs `peer` in one case, round by round ("how many times better ours is": a higher
   /// rate, or a lower cost); rounds = 0 when there is nothing to compare.
-  ratio_summary ratio(const std::map<std::string, std::vector<double>>& row,
-                      const std::string& peer) const {
-    auto our = row.find(ours());
-    if (our == row.end()) {
-      // A row without the first of ours (another scenario's class) uses its own async:: entry.
-      our = std::find_if(row.begin(), row.end(),
-                         [](const auto& e) { return e.first.compare(0, 7, "async::") == 0; });
-    }
-    const auto it = row.find(peer);
+  ratio_summary ratio(const row_type& row, const std::string& our, const std::string& peer) const {
     ratio_summary out;
-    if (our == row.end() || it == row.end() || it == our) {
+    const auto a = row.find(our);
+    const auto b = row.find(peer);
+    if (a == row.end() || b == row.end() || a == b) {
       return out;
     }
     std::vector<double> ratios;
-    for (std::size_t r = 0; r < std::min(our->second.size(), it->second.size()); ++r) {
-      const double a = our->second[r];
-      const double b = it->second[r];
-      if (a > 0 && b > 0) {
-        ratios.push_back(rate() ? a / b : b / a);
+    for (std::size_t r = 0; r < std::min(a->second.size(), b->second.size()); ++r) {
+      if (a->second[r] > 0 && b->second[r] > 0) {
+        ratios.push_back(rate() ? a->second[r] / b->second[r] : b->second[r] / a->second[r]);
       }
     }
     if (ratios.empty()) {
@@ -734,128 +1160,279 @@ private:
     return out;
   }
 
+  /// CPU per wall second below this is idle (a timer tick, the measuring thread): ratios of
+  /// such values are noise, so the summary says "both idle", or bounds the ratio by it.
+  static constexpr double idle_floor = 0.01;
+
+  std::string ratio_text(const row_type& row, const std::string& our,
+                         const std::string& peer) const {
+    if (cost_ == "cpu_per_wall" && row.count(our) && row.count(peer)) {
+      const double a = median(row.at(our));
+      const double b = median(row.at(peer));
+      if (a < idle_floor && b < idle_floor) {
+        return "both idle";
+      }
+      if (a < idle_floor) {
+        return "> " + short_number(b / idle_floor) + "x";
+      }
+      if (b < idle_floor) {
+        return "< " + short_number(idle_floor / a) + "x";
+      }
+    }
+    return ratio_text(ratio(row, our, peer));
+  }
+
+  static std::string ratio_text(const ratio_summary& r) {
+    if (r.rounds == 0) {
+      return "-";
+    }
+    std::string out = short_number(r.median) + "x";
+    if (r.rounds > 1) {
+      out += " (" + short_number(r.low) + "-" + short_number(r.high) + ")";
+    }
+    return out;
+  }
+
+  std::string value_text(const std::vector<double>& values) const {
+    const double m = median(values);
+    return short_number(rate() ? m / 1e6 : m);
+  }
+
+  std::string what_is_measured() const {
+    if (rate()) {
+      return std::string("millions of ") + opts().info.unit + " per second (higher is better)";
+    }
+    return cost_ == "wait_us" ? "microseconds an outside post waited (lower is better)"
+                              : "CPU seconds per wall second while idle (lower is better)";
+  }
+
+  /// A case's name in the summary: the group without its scenario; `*` where the case ran more
+  /// threads than the machine has.
+  std::string case_label(const std::string& group) const {
+    const std::size_t slash = group.find('/');
+    std::string label = slash == std::string::npos ? group : group.substr(slash + 1);
+    std::replace(label.begin(), label.end(), '/', ' ');
+    const auto t = threads_.find(group);
+    if (t != threads_.end() && t->second > hardware_threads()) {
+      label += " *";
+    }
+    return label;
+  }
+
+  std::string make_summary() const {
+    std::string out = "## " + opts().binary + ": " + opts().info.what + "\n\n";
+    std::string about = "Machine: " + machine_line() + ". Commit " ASYNC_BENCH_COMMIT ", " +
+                        compiler_line() + ", " + today() + ".";
+    if (opts().info.element_types) {
+      about += std::string(" Element: ") + element_type_name(opts().type) + ".";
+    }
+    const int rounds = std::max(1, opts().rounds);
+    about += " Values: " + what_is_measured() + ", " +
+             (rounds > 1 ? "medians of " + std::to_string(rounds) + " interleaved rounds"
+                         : std::string("one round")) +
+             ".";
+    const bool peers_in_run =
+        std::any_of(impls_.begin(), impls_.end(), [](const std::string& i) { return !is_ours(i); });
+    if (peers_in_run) {
+      about += std::string(" ours / peer: ") +
+               (rounds > 1 ? "the median of the per-round ratios, with their range; " : "") +
+               "above 1.00x ours is ahead.";
+    }
+    if (cost_ == "cpu_per_wall") {
+      about += " Below 0.01 CPU is idle: no ratio of two such values is given.";
+    }
+    bool any_oversubscribed = false;
+    for (const auto& t : threads_) {
+      any_oversubscribed = any_oversubscribed || t.second > hardware_threads();
+    }
+    if (any_oversubscribed) {
+      about += " * more threads than the machine's " + std::to_string(hardware_threads()) +
+               " hardware threads (oversubscribed: waiting threads take turns on the cores).";
+    }
+    out += wrap(about) + "\n";
+    if (order_.empty()) {
+      return out + "No case produced a value.\n";
+    }
+    // Sections: a scenario and one of ours; rows: each peer of each case.
+    std::vector<std::string> sections;
+    std::map<std::string, std::vector<std::vector<std::string>>> table;
+    std::map<std::string, bool> has_peer;
+    for (const auto& g : order_) {
+      const row_type& row = rows_.at(g);
+      const std::string scenario = g.substr(0, g.find('/'));
+      bool peers = false;
+      for (const auto& i : impls_) {
+        if (!row.count(i) || is_ours(i)) {
+          continue;
+        }
+        peers = true;
+        const std::string our = ours_for(g, i);
+        const std::string key = scenario + "\n" + our;
+        if (!table.count(key)) {
+          sections.push_back(key);
+        }
+        has_peer[key] = true;
+        table[key].push_back({case_label(g), our.empty() ? "-" : value_text(row.at(our)), i,
+                              value_text(row.at(i)), ratio_text(row, our, i)});
+      }
+      if (!peers) {
+        for (const auto& i : impls_) {
+          if (!row.count(i)) {
+            continue;
+          }
+          const std::string key = scenario + "\n" + i;
+          if (!table.count(key)) {
+            sections.push_back(key);
+          }
+          table[key].push_back({case_label(g), value_text(row.at(i))});
+        }
+      }
+    }
+    for (const auto& key : sections) {
+      const std::string scenario = key.substr(0, key.find('\n'));
+      const std::string our = key.substr(key.find('\n') + 1);
+      const std::string style = scenario.compare(0, 4, "bulk") == 0 ? "bulk" : style_of(our);
+      out +=
+          "### " + scenario + ": " + our + (style.empty() ? "" : " (" + style + " calls)") + "\n\n";
+      if (has_peer.count(key)) {
+        out += markdown_table({"case", "ours", "peer", "peer's", "ours / peer"}, table[key],
+                              {false, true, false, true, false});
+      } else {
+        out += markdown_table({"case", "value"}, table[key], {false, true});
+      }
+      out += "\n";
+    }
+    out += verification_line();
+    return out;
+  }
+
+  /// What the checks found, in one paragraph.
+  std::string verification_line() const {
+    const auto& tallies = fifo_tallies();
+    if (tallies.empty()) {
+      return "";
+    }
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_impl; // violations, of
+    for (const auto& g : order_) {
+      for (const auto& kv : names_.at(g)) {
+        const auto t = tallies.find(kv.second);
+        if (t != tallies.end()) {
+          by_impl[kv.first].first += t->second.violations;
+          by_impl[kv.first].second += t->second.checked;
+        }
+      }
+    }
+    std::string text = "Checked in every measurement: each value arrived exactly once";
+    text += opts().info.element_types ? " and whole" : "";
+    text += " (a wrong result stops the run); per-producer FIFO (a value received after a newer "
+            "value of its producer by the same consumer):";
+    bool any = false;
+    for (const auto& kv : by_impl) {
+      if (kv.second.first > 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %llu of %llu values,",
+                      static_cast<unsigned long long>(kv.second.first),
+                      static_cast<unsigned long long>(kv.second.second));
+        text += " " + kv.first + buf;
+        any = true;
+      }
+    }
+    if (any) {
+      text.back() = ';';
+      text += " every other implementation in order.";
+    } else {
+      text += " in order everywhere.";
+    }
+    return wrap(text);
+  }
+
+  /// The per-case table of every implementation (--async_full).
   void print_table() const {
     if (order_.empty()) {
       return;
     }
-    const std::string our = ours();
-    const bool rounds = opts().rounds > 1;
-    const char* what =
-        rate() ? "Million items per second"
-        : metric_ == "wait_us"
-            ? "Microseconds an outside post waited (lower is better; ratio = peer / ours)"
-            : "CPU seconds per wall second (lower is better; ratio = peer / ours)";
-    std::printf("\n%s (median%s), and ours / peer%s:\n\n| case |", what,
-                rounds ? " of the rounds" : "",
-                rounds ? " (median of the per-round ratios, and their range)" : "");
+    std::vector<std::string> head = {"case"};
+    std::vector<bool> right = {false};
     for (const auto& i : impls_) {
-      std::printf(" %s |", i.c_str());
+      head.push_back(i);
+      right.push_back(true);
     }
-    for (const auto& i : impls_) {
-      if (i != our && !our.empty()) {
-        std::printf(" vs %s |", i.c_str());
-      }
-    }
-    std::printf("\n|---|");
-    for (std::size_t k = 0; k < impls_.size() * 2 - (our.empty() ? impls_.size() : 1); ++k) {
-      std::printf("---|");
-    }
-    std::printf("\n");
+    std::vector<std::vector<std::string>> rows;
     for (const auto& g : order_) {
-      const auto& row = rows_.at(g);
-      std::printf("| %s |", g.c_str());
+      const row_type& row = rows_.at(g);
+      std::vector<std::string> r = {g};
       for (const auto& i : impls_) {
         const auto it = row.find(i);
-        if (it == row.end()) {
-          std::printf(" - |");
-        } else {
-          const double m = median(it->second);
-          std::printf(rate()                 ? " %.2f |"
-                      : metric_ == "wait_us" ? " %.1f |"
-                                             : " %.4f |",
-                      rate() ? m / 1e6 : m);
-        }
+        r.push_back(it == row.end() ? "-" : value_text(it->second));
       }
-      for (const auto& i : impls_) {
-        if (i == our || our.empty()) {
-          continue;
-        }
-        const ratio_summary r = ratio(row, i);
-        if (r.rounds == 0) {
-          std::printf(" - |");
-        } else if (r.rounds == 1) {
-          std::printf(" %.2fx |", r.median);
-        } else {
-          std::printf(" %.2fx (%.2f-%.2f) |", r.median, r.low, r.high);
-        }
-      }
-      std::printf("\n");
+      rows.push_back(r);
     }
+    std::printf("\nEvery case, %s:\n\n%s", what_is_measured().c_str(),
+                markdown_table(head, rows, right).c_str());
     std::fflush(stdout);
   }
 
-  /// The per-producer FIFO table: for every case that checks it, each implementation's count
-  /// of values received after a newer value of the same producer, out of the values checked.
+  /// The per-producer FIFO table (--async_full): for every case that checks it, each
+  /// implementation's count of values received after a newer value of the same producer, out
+  /// of the values checked.
   void print_fifo() const {
     const auto& tallies = fifo_tallies();
     if (tallies.empty()) {
       return;
     }
-    std::printf("\nPer-producer FIFO violations (a value received after a newer value of its "
-                "producer, by the same consumer), of the values checked:\n\n| case |");
+    std::vector<std::string> head = {"case"};
+    std::vector<bool> right = {false};
     for (const auto& i : impls_) {
-      std::printf(" %s |", i.c_str());
+      head.push_back(i);
+      right.push_back(true);
     }
-    std::printf("\n|---|");
-    for (std::size_t k = 0; k < impls_.size(); ++k) {
-      std::printf("---|");
-    }
-    std::printf("\n");
+    std::vector<std::vector<std::string>> rows;
     for (const auto& g : order_) {
       const auto& names = names_.at(g);
+      std::vector<std::string> r = {g};
       bool any = false;
-      for (const auto& kv : names) {
-        any = any || tallies.count(kv.second) != 0;
-      }
-      if (!any) {
-        continue;
-      }
-      std::printf("| %s |", g.c_str());
       for (const auto& i : impls_) {
         const auto n = names.find(i);
         const auto t = n == names.end() ? tallies.end() : tallies.find(n->second);
         if (t == tallies.end() || t->second.checked == 0) {
-          std::printf(" - |");
-        } else if (t->second.violations == 0) {
-          std::printf(" 0 |");
-        } else {
-          std::printf(" %llu (%.2g%%) |", static_cast<unsigned long long>(t->second.violations),
+          r.push_back("-");
+          continue;
+        }
+        any = true;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%llu (%.2g%%)",
+                      static_cast<unsigned long long>(t->second.violations),
                       100.0 * static_cast<double>(t->second.violations) /
                           static_cast<double>(t->second.checked));
-        }
+        r.push_back(t->second.violations == 0 ? "0" : buf);
       }
-      std::printf("\n");
+      if (any) {
+        rows.push_back(r);
+      }
     }
+    std::printf("\nPer-producer FIFO violations (a value received after a newer value of its "
+                "producer, by the same consumer), of the values checked:\n\n%s",
+                markdown_table(head, rows, right).c_str());
     std::fflush(stdout);
   }
 
   /// One line per case and implementation: the median value; for a peer, ours / it (median of
-  /// the rounds, lowest, highest, rounds); the FIFO violations and values checked (empty where
-  /// the case does not check).
+  /// the rounds, lowest, highest, rounds) against the one of ours named in compared_with; the
+  /// FIFO violations and values checked (empty where the case does not check); the threads of
+  /// the case and whether they outnumber the machine's. The first line is the header: the
+  /// run's context is in the .meta.json beside it.
   void write_csv() const {
-    if (opts().csv.empty()) {
-      return;
-    }
     std::ofstream out(opts().csv);
-    out << context("# ");
     out << "case,implementation,value,metric,ours_vs_this,ours_vs_this_low,ours_vs_this_high,"
-           "rounds,fifo_violations,fifo_checked\n";
+           "rounds,fifo_violations,fifo_checked,compared_with,threads,oversubscribed\n";
     const auto& tallies = fifo_tallies();
+    const std::string metric = rate() ? std::string(opts().info.unit) + "/s" : cost_;
     for (const auto& g : order_) {
-      const auto& row = rows_.at(g);
+      const row_type& row = rows_.at(g);
       for (const auto& kv : row) {
-        out << g << ',' << kv.first << ',' << median(kv.second) << ',' << metric_ << ',';
-        const ratio_summary r = ratio(row, kv.first);
+        out << g << ',' << kv.first << ',' << median(kv.second) << ',' << metric << ',';
+        const std::string our = is_ours(kv.first) ? std::string() : ours_for(g, kv.first);
+        const ratio_summary r = ratio(row, our, kv.first);
         if (r.rounds > 0) {
           out << r.median << ',' << r.low << ',' << r.high << ',' << r.rounds;
         } else {
@@ -867,22 +1444,35 @@ private:
         } else {
           out << ",,";
         }
+        const auto th = threads_.find(g);
+        out << ',' << (r.rounds > 0 ? our : std::string()) << ',';
+        if (th != threads_.end()) {
+          out << th->second << ',' << (th->second > hardware_threads() ? "yes" : "no");
+        } else {
+          out << ',';
+        }
         out << '\n';
       }
     }
   }
 
-  std::string metric_ = "items/s";
+  std::string cost_; // empty: a rate; else the cost counter (cpu_per_wall, wait_us)
+  std::size_t reported_ = 0;
+  std::chrono::steady_clock::time_point started_;
   std::vector<std::string> order_;
   std::vector<std::string> impls_;
-  std::map<std::string, std::map<std::string, std::vector<double>>> rows_; // value per round
-  std::map<std::string, std::map<std::string, std::string>> names_;        // benchmark names
+  std::map<std::string, row_type> rows_;                            // value per round
+  std::map<std::string, std::map<std::string, std::string>> names_; // benchmark names
+  std::map<std::string, int> threads_;                              // threads per case
+  std::string summary_;
 };
 
-/// main() of every scenario binary: our flags, Google Benchmark's flags, the registrations, the
-/// run with the table, and a failing exit status if any result was wrong.
+/// main() of every scenario binary: our flags (--help lists them), Google Benchmark's flags,
+/// the registrations, the run with the summary, and a failing exit status if any result was
+/// wrong.
 template <typename Register>
-int run_main(int argc, char** argv, Register register_all) {
+int run_main(int argc, char** argv, const binary_info& info, Register register_all) {
+  opts().info = info;
   parse_options(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
@@ -890,12 +1480,26 @@ int run_main(int argc, char** argv, Register register_all) {
   }
   std::printf("%sasync bench: %llu items per iteration\n", context("").c_str(),
               static_cast<unsigned long long>(opts().items));
+  benchmark::AddCustomContext("async_commit", ASYNC_BENCH_COMMIT);
+  benchmark::AddCustomContext("async_element_type", element_type_name(opts().type));
   register_all();
   register_rounds();
   table_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return failed() ? 1 : 0;
+}
+
+/// Calls f(tag<T>()) with the element type that --async_type chose.
+template <typename F>
+void with_element_type(F f) {
+  if (opts().type == "struct64") {
+    f(tag<payload64>());
+  } else if (opts().type == "string") {
+    f(tag<std::string>());
+  } else {
+    f(tag<std::uint64_t>());
+  }
 }
 
 } // namespace async_bench

@@ -27,7 +27,9 @@ void contended_fetch_add(benchmark::State& state) {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"one shared ticket's ceiling: fetch_add on one line by N threads",
+                         "increments"};
+  return run_main(argc, argv, info, [] {
     // Google Benchmark runs the function on t threads at once; items/s sums over them.
     benchmark::RegisterBenchmark("fetch_add_ceiling/one_line/async::fetch_add", contended_fetch_add)
         ->DenseThreadRange(1, opts().threads)

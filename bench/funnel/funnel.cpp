@@ -15,8 +15,10 @@ void register_funnel(const std::vector<std::size_t>& capacities) {
   for (std::size_t cap : capacities) {
     const std::string params =
         funnel_shape.name() + "/" + (cap ? "cap:" + std::to_string(cap) : "unbounded");
-    add_case(bench_name("funnel", params, Adapter::name()),
-             [cap](benchmark::State& st) { queue_throughput<Adapter>(st, funnel_shape, cap); });
+    add_case(
+        bench_name("funnel", params, Adapter::name()),
+        [cap](benchmark::State& st) { queue_throughput<Adapter>(st, funnel_shape, cap); },
+        call_style<Adapter>());
   }
 }
 
@@ -24,13 +26,17 @@ void register_funnel(const std::vector<std::size_t>& capacities) {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
-    const std::vector<std::size_t> caps = {1, 16, 128, 1024, 8192};
-    for_each_competitor(queue_competitors(), [&](auto competitor) {
-      using queue = typename decltype(competitor)::type;
-      if constexpr (!queue::spsc) {
-        register_funnel<queue>(queue::bounded ? caps : std::vector<std::size_t>{0});
-      }
+  const binary_info info{"13 producers into one consumer, the capacity swept", "items", true};
+  return run_main(argc, argv, info, [] {
+    with_element_type([](auto element) {
+      using T = typename decltype(element)::type;
+      const std::vector<std::size_t> caps = {1, 16, 128, 1024, 8192};
+      for_each_competitor(queue_competitors<T>(), [&](auto competitor) {
+        using queue = typename decltype(competitor)::type;
+        if constexpr (!queue::spsc) {
+          register_funnel<queue>(queue::bounded ? caps : std::vector<std::size_t>{0});
+        }
+      });
     });
   });
 }

@@ -81,8 +81,9 @@ void register_pool() {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
-    for_each_competitor(queue_competitors(), [](auto competitor) {
+  const binary_info info{"what a waiting consumer and an idle pool cost: CPU per wall second"};
+  return run_main(argc, argv, info, [] {
+    for_each_competitor(queue_competitors<std::uint64_t>(), [](auto competitor) {
       using queue = typename decltype(competitor)::type;
       if constexpr (queue::blocking) {
         register_consumer<queue>();

@@ -128,28 +128,27 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);
     std::perror("bench_memory: restarting without glibc's tcache failed; heap figures include it");
   }
+  opts().info = binary_info{"the memory of each queue: empty, and per element of a backlog"};
   parse_options(argc, argv);
   benchmark::Initialize(&argc, argv); // accepts (and ignores) the common benchmark flags
   const std::size_t backlog =
       static_cast<std::size_t>(std::min<std::uint64_t>(opts().items / 16, 1u << 20));
   std::printf("%sasync bench memory: backlog %zu elements of 8 bytes\n\n", context("").c_str(),
               backlog);
-  std::printf("| queue | empty (bytes) | resident per element at the backlog (bytes) | heap per "
-              "element (bytes) | all heap returned |\n|---|---|---|---|---|\n");
   std::ofstream csv;
   if (!opts().csv.empty()) {
     csv.open(opts().csv);
-    csv << context("# ")
-        << "case,implementation,empty_bytes,heap_bytes_per_element,resident_bytes_per_element,"
+    csv << "case,implementation,empty_bytes,heap_bytes_per_element,resident_bytes_per_element,"
            "heap_returned\n";
   }
   bool ok = true;
-  for_each_competitor(queue_competitors(), [&](auto competitor) {
+  std::vector<std::vector<std::string>> rows;
+  for_each_competitor(queue_competitors<std::uint64_t>(), [&](auto competitor) {
     using queue = typename decltype(competitor)::type;
     if constexpr (queue::primary) {
       footprint f;
       if (!measure_apart<queue>(backlog, f)) {
-        std::printf("| %s | (the measuring process failed) | | | |\n", queue::name());
+        rows.push_back({queue::name(), "failed", "-", "-", "-"});
         ok = false;
         return;
       }
@@ -158,14 +157,28 @@ int main(int argc, char** argv) {
                      queue::name());
         ok = false;
       }
-      std::printf("| %s | %.0f | %.2f | %.2f | %s |\n", queue::name(), f.empty_bytes,
-                  f.rss_per_element, f.heap_per_element, f.returned == 1 ? "yes" : "NO");
+      rows.push_back({queue::name(), short_number(f.empty_bytes), short_number(f.rss_per_element),
+                      short_number(f.heap_per_element), f.returned == 1 ? "yes" : "NO"});
       if (csv.is_open()) {
         csv << "memory/backlog:" << backlog << ',' << queue::name() << ',' << f.empty_bytes << ','
             << f.heap_per_element << ',' << f.rss_per_element << ',' << f.returned << '\n';
       }
     }
   });
+  const std::string summary =
+      "## " + opts().binary + ": " + opts().info.what + "\n\n" +
+      wrap("Machine: " + machine_line() + ". Commit " ASYNC_BENCH_COMMIT ", " + compiler_line() +
+           ", " + today() + ". A backlog of " + std::to_string(backlog) +
+           " uint64_t elements; bytes per element (lower is better). Resident: what the "
+           "process holds; heap: what malloc handed out.") +
+      "\n" +
+      markdown_table({"queue", "empty", "resident/element", "heap/element", "heap returned"}, rows,
+                     {false, true, true, true, false});
+  std::printf("%s", summary.c_str());
+  if (csv.is_open()) {
+    std::ofstream(beside_csv(".md")) << summary;
+    write_meta_json();
+  }
   std::fflush(stdout);
   return ok ? 0 : 1;
 }

@@ -306,7 +306,8 @@ void register_pinball() {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  const int status = run_main(argc, argv, [] {
+  const binary_info info{"the pinball FIFO check's own test", "messages"};
+  const int status = run_main(argc, argv, info, [] {
     register_pinball<deque_adapter<false>>();
     register_pinball<deque_adapter<true>>();
   });
@@ -325,8 +326,10 @@ int main(int argc, char** argv) {
 #else
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
-    for_each_competitor(queue_competitors(), [](auto competitor) {
+  const binary_info info{"messages hopping between queues drained by pool tasks (tachyonix)",
+                         "messages"};
+  return run_main(argc, argv, info, [] {
+    for_each_competitor(queue_competitors<std::uint64_t>(), [](auto competitor) {
       using queue = typename decltype(competitor)::type;
       if constexpr (queue::primary && !queue::spsc) {
         register_pinball<queue>();

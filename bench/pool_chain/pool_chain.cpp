@@ -5,7 +5,8 @@
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"chained tasks: each task posts the next link of its chain", "tasks"};
+  return run_main(argc, argv, info, [] {
     for (int roots : {1, 16}) {
       for_each_competitor(pool_competitors(), [roots](auto competitor) {
         using pool = typename decltype(competitor)::type;

@@ -112,7 +112,9 @@ void register_outside_wait() {
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"how long a task from outside waits while every worker re-posts itself",
+                         "tasks"};
+  return run_main(argc, argv, info, [] {
     for_each_competitor(pool_competitors(), [](auto competitor) {
       using pool = typename decltype(competitor)::type;
       if constexpr (pool::chains) {

@@ -6,7 +6,8 @@
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"post + future.get of tiny tasks from 1 and 4 submitters", "tasks"};
+  return run_main(argc, argv, info, [] {
     for_each_competitor(pool_competitors(), [](auto competitor) {
       using pool = typename decltype(competitor)::type;
       if constexpr (pool::futures) {

@@ -8,7 +8,8 @@
 
 int main(int argc, char** argv) {
   using namespace async_bench;
-  return run_main(argc, argv, [] {
+  const binary_info info{"a busy pool: submitters keep 1024 tiny tasks in flight each", "tasks"};
+  return run_main(argc, argv, info, [] {
     for_each_competitor(pool_competitors(), [](auto competitor) {
       register_pool_window<typename decltype(competitor)::type>(1024);
     });

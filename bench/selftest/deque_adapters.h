@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // Stand-in queues for the harness's own tests: a mutex and a deque, FIFO, or swapping every other
-// pair of values (so that a per-producer FIFO check has something to find).
+// pair of values (so that a per-producer FIFO check has something to find), or damaging one
+// element in a thousand (so that the check of whole elements has something to find).
 #ifndef ASYNC_BENCH_SELFTEST_DEQUE_ADAPTERS_H
 #define ASYNC_BENCH_SELFTEST_DEQUE_ADAPTERS_H
 
@@ -8,43 +9,57 @@
 
 #include <deque>
 #include <mutex>
+#include <string>
+#include <utility>
 
 namespace async_bench {
 
 /// A mutex and a deque; `swaps` makes every other pop take the second value instead of the first.
-template <bool swaps>
+template <bool swaps, typename T = std::uint64_t>
 struct locked_deque {
   explicit locked_deque(std::size_t /*capacity: unbounded*/) {}
   std::mutex lock;
-  std::deque<std::uint64_t> items;
+  std::deque<T> items;
   bool flip = false;
+  std::size_t pushed = 0;
 };
 
-template <bool swaps>
-struct deque_adapter : owning_adapter<locked_deque<swaps>> {
-  using queue = locked_deque<swaps>;
-  static const char* name() { return swaps ? "swapping deque" : "async::fifo deque"; }
-  static void push(queue& q, std::uint64_t v) {
-    std::lock_guard<std::mutex> g(q.lock);
-    q.items.push_back(v);
+/// Damages an element: a changed word, a changed character (the uint64_t key has no redundancy:
+/// for it, damage is a wrong value, which the sum check finds).
+inline void damage(std::uint64_t& v) { v += 1; }
+inline void damage(payload64& p) { p.check[3] ^= 1; }
+inline void damage(std::string& s) { s[s.size() - 1] = '?'; }
+
+template <bool swaps, typename T = std::uint64_t, bool damages = false>
+struct deque_adapter : owning_adapter<locked_deque<swaps, T>, T> {
+  using queue = locked_deque<swaps, T>;
+  static const char* name() {
+    return damages ? "damaging deque" : swaps ? "swapping deque" : "async::fifo deque";
   }
-  static bool try_pop(queue& q, std::uint64_t& v) {
+  static void push(queue& q, T v) {
+    std::lock_guard<std::mutex> g(q.lock);
+    if (damages && ++q.pushed % 1000 == 0) {
+      damage(v);
+    }
+    q.items.push_back(std::move(v));
+  }
+  static bool try_pop(queue& q, T& v) {
     std::lock_guard<std::mutex> g(q.lock);
     if (q.items.empty()) {
       return false;
     }
     q.flip = !q.flip;
     if (swaps && q.flip && q.items.size() >= 2) {
-      v = q.items[1];
+      v = std::move(q.items[1]);
       q.items.erase(q.items.begin() + 1);
     } else {
-      v = q.items.front();
+      v = std::move(q.items.front());
       q.items.pop_front();
     }
     return true;
   }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }

@@ -10,39 +10,43 @@
 
 namespace async_bench {
 
-struct async_bounded_blocking : owning_adapter<async::bounded_queue<std::uint64_t>> {
+template <typename T>
+struct async_bounded_blocking : owning_adapter<async::bounded_queue<T>, T> {
+  using queue = async::bounded_queue<T>;
   static const char* name() { return "async::bounded_queue"; }
   static constexpr bool ours = true;
   static constexpr bool bounded = true;
   static constexpr bool blocking = true;
-  static void push(queue& q, std::uint64_t v) { q.blocking_enqueue(v); }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static void push(queue& q, T v) { q.blocking_enqueue(std::move(v)); }
+  static T pop(queue& q) {
+    T v{};
     q.blocking_dequeue(v);
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
+  static bool try_pop(queue& q, T& v) { return q.dequeue(v); }
 };
 
-struct async_bounded_try : owning_adapter<async::bounded_queue<std::uint64_t>> {
+template <typename T>
+struct async_bounded_try : owning_adapter<async::bounded_queue<T>, T> {
+  using queue = async::bounded_queue<T>;
   static const char* name() { return "async::bounded_queue try"; }
   static constexpr bool ours = true;
   static constexpr bool bounded = true;
   static constexpr bool primary = false;
-  static void push(queue& q, std::uint64_t v) {
-    retry([&] { return q.enqueue(v); });
+  static void push(queue& q, T v) {
+    retry([&] { return q.enqueue(std::move(v)); });
   }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
+  static bool try_pop(queue& q, T& v) { return q.dequeue(v); }
 };
 
 } // namespace async_bench
 
 #define ASYNC_BENCH_QUEUES_ASYNC_BOUNDED                                                           \
-  async_bench::async_bounded_blocking, async_bench::async_bounded_try,
+  async_bench::async_bounded_blocking<T>, async_bench::async_bounded_try<T>,
 
 #endif

@@ -8,39 +8,45 @@
 
 #include <async/queue.h>
 
+#include <iterator>
+#include <utility>
+
 namespace async_bench {
 
-/// The calls of an async::queue<std::uint64_t, Traits>.
-template <typename Traits>
-struct async_unbounded_calls : owning_adapter<async::queue<std::uint64_t, Traits>> {
-  using queue = async::queue<std::uint64_t, Traits>;
+/// The calls of an async::queue<T, Traits>.
+template <typename T, typename Traits>
+struct async_unbounded_calls : owning_adapter<async::queue<T, Traits>, T> {
+  using queue = async::queue<T, Traits>;
   static constexpr bool ours = true;
   static constexpr bool bulk = true;
-  static void push(queue& q, std::uint64_t v) { q.enqueue(v); }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static void push(queue& q, T v) { q.enqueue(std::move(v)); }
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.dequeue(v); }
-  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) { q.bulk_enqueue(v, n); }
-  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
-    return q.bulk_dequeue(out, n);
+  static bool try_pop(queue& q, T& v) { return q.dequeue(v); }
+  static void push_bulk(queue& q, T* v, std::size_t n) {
+    q.bulk_enqueue(std::make_move_iterator(v), n);
   }
+  static std::size_t pop_bulk(queue& q, T* out, std::size_t n) { return q.bulk_dequeue(out, n); }
 };
 
-struct async_unbounded : async_unbounded_calls<async::traits> {
+template <typename T>
+struct async_unbounded : async_unbounded_calls<T, async::traits> {
   static const char* name() { return "async::queue"; }
 };
 
 /// The blocking consumer call (parks on an empty queue instead of the harness's spin_wait).
-struct async_unbounded_blocking : async_unbounded {
+template <typename T>
+struct async_unbounded_blocking : async_unbounded<T> {
+  using queue = typename async_unbounded<T>::queue;
   static const char* name() { return "async::queue blocking_dequeue"; }
   static constexpr bool bulk = false; // measured once, through async_unbounded
   static constexpr bool blocking = true;
   static constexpr bool primary = false;
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     q.blocking_dequeue(v);
     return v;
   }
@@ -51,7 +57,8 @@ struct async_unbounded_blocking : async_unbounded {
 struct side_by_side_traits : async::traits {
   static constexpr bool SPREAD_TICKETS = false;
 };
-struct async_unbounded_side_by_side : async_unbounded_calls<side_by_side_traits> {
+template <typename T>
+struct async_unbounded_side_by_side : async_unbounded_calls<T, side_by_side_traits> {
   static const char* name() { return "async::queue side by side"; }
   static constexpr bool primary = false;
 };
@@ -59,7 +66,7 @@ struct async_unbounded_side_by_side : async_unbounded_calls<side_by_side_traits>
 } // namespace async_bench
 
 #define ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED                                                         \
-  async_bench::async_unbounded, async_bench::async_unbounded_blocking,                             \
-      async_bench::async_unbounded_side_by_side,
+  async_bench::async_unbounded<T>, async_bench::async_unbounded_blocking<T>,                       \
+      async_bench::async_unbounded_side_by_side<T>,
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // boost::lockfree::queue (Michael-Scott with a node free list; may allocate when it grows),
-// through its try calls with the harness's spin_wait. The capacity argument pre-allocates.
+// through its try calls with the harness's spin_wait. The capacity argument pre-allocates. It
+// holds trivially copyable elements only: not std::string.
 #ifndef ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
 #define ASYNC_BENCH_ADAPTERS_BOOST_LOCKFREE_H
 
@@ -10,24 +11,30 @@
 
 #include <boost/lockfree/queue.hpp>
 
+#include <type_traits>
+
 namespace async_bench {
 
-struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<std::uint64_t>> {
+template <typename T>
+struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<T>, T> {
+  using queue = boost::lockfree::queue<T>;
   static const char* name() { return "boost::lockfree::queue"; }
-  static void push(queue& q, std::uint64_t v) {
+  static void push(queue& q, const T& v) {
     retry([&] { return q.push(v); });
   }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.pop(v); }
+  static bool try_pop(queue& q, T& v) { return q.pop(v); }
 };
 
 } // namespace async_bench
 
-#define ASYNC_BENCH_QUEUES_BOOST_LOCKFREE async_bench::boost_lockfree_queue,
+#define ASYNC_BENCH_QUEUES_BOOST_LOCKFREE                                                          \
+  typename std::conditional<std::is_trivially_copyable<T>::value,                                  \
+                            async_bench::boost_lockfree_queue<T>, void>::type,
 
 #else
 

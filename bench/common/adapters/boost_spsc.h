@@ -12,15 +12,17 @@
 
 namespace async_bench {
 
-struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<std::uint64_t>> {
+template <typename T>
+struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<T>, T> {
+  using queue = boost::lockfree::spsc_queue<T>;
   static const char* name() { return "boost::lockfree::spsc_queue"; }
   static constexpr bool bounded = true;
   static constexpr bool spsc = true;
-  static void push(queue& q, std::uint64_t v) {
+  static void push(queue& q, const T& v) {
     retry([&] { return q.push(v); });
   }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return q.pop(v); });
     return v;
   }
@@ -28,7 +30,7 @@ struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<std::uint64
 
 } // namespace async_bench
 
-#define ASYNC_BENCH_QUEUES_BOOST_SPSC async_bench::boost_spsc_queue,
+#define ASYNC_BENCH_QUEUES_BOOST_SPSC async_bench::boost_spsc_queue<T>,
 
 #else
 

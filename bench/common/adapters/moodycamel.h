@@ -8,28 +8,32 @@
 
 #include "../harness.h"
 
+#include <iterator>
 #include <memory>
+#include <utility>
 
 #include ASYNC_BENCH_MOODYCAMEL_HEADER
 
 namespace async_bench {
 
-struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64_t>> {
+template <typename T>
+struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<T>, T> {
+  using queue = moodycamel::ConcurrentQueue<T>;
   static const char* name() { return "moodycamel::ConcurrentQueue"; }
   static constexpr bool bulk = true;
-  static void push(queue& q, std::uint64_t v) {
-    retry([&] { return q.enqueue(v); });
+  static void push(queue& q, T v) {
+    retry([&] { return q.enqueue(std::move(v)); });
   }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_dequeue(v); }
-  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
-    retry([&] { return q.enqueue_bulk(v, n); });
+  static bool try_pop(queue& q, T& v) { return q.try_dequeue(v); }
+  static void push_bulk(queue& q, T* v, std::size_t n) {
+    retry([&] { return q.enqueue_bulk(std::make_move_iterator(v), n); });
   }
-  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
+  static std::size_t pop_bulk(queue& q, T* out, std::size_t n) {
     return q.try_dequeue_bulk(out, n);
   }
 };
@@ -38,7 +42,9 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<std::uint64
 /// sub-queue and consumers sweep them, so order holds per producer only, with no shared ticket.
 /// Each measured thread lives for one iteration, so its thread_local tokens die with it, before
 /// the queue.
-struct moodycamel_queue_tokens : moodycamel_queue {
+template <typename T>
+struct moodycamel_queue_tokens : moodycamel_queue<T> {
+  using queue = typename moodycamel_queue<T>::queue;
   static const char* name() { return "moodycamel::ConcurrentQueue tokens"; }
   static constexpr bool primary = false;
   static moodycamel::ProducerToken& producer_token(queue& q) {
@@ -59,22 +65,22 @@ struct moodycamel_queue_tokens : moodycamel_queue {
     }
     return *token;
   }
-  static void push(queue& q, std::uint64_t v) {
+  static void push(queue& q, T v) {
     auto& token = producer_token(q);
-    retry([&] { return q.enqueue(token, v); });
+    retry([&] { return q.enqueue(token, std::move(v)); });
   }
-  static std::uint64_t pop(queue& q) {
+  static T pop(queue& q) {
     auto& token = consumer_token(q);
-    std::uint64_t v = 0;
+    T v{};
     retry([&] { return q.try_dequeue(token, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_dequeue(consumer_token(q), v); }
-  static void push_bulk(queue& q, const std::uint64_t* v, std::size_t n) {
+  static bool try_pop(queue& q, T& v) { return q.try_dequeue(consumer_token(q), v); }
+  static void push_bulk(queue& q, T* v, std::size_t n) {
     auto& token = producer_token(q);
-    retry([&] { return q.enqueue_bulk(token, v, n); });
+    retry([&] { return q.enqueue_bulk(token, std::make_move_iterator(v), n); });
   }
-  static std::size_t pop_bulk(queue& q, std::uint64_t* out, std::size_t n) {
+  static std::size_t pop_bulk(queue& q, T* out, std::size_t n) {
     return q.try_dequeue_bulk(consumer_token(q), out, n);
   }
 };
@@ -82,7 +88,7 @@ struct moodycamel_queue_tokens : moodycamel_queue {
 } // namespace async_bench
 
 #define ASYNC_BENCH_QUEUES_MOODYCAMEL                                                              \
-  async_bench::moodycamel_queue, async_bench::moodycamel_queue_tokens,
+  async_bench::moodycamel_queue<T>, async_bench::moodycamel_queue_tokens<T>,
 
 #else
 

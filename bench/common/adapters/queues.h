@@ -14,6 +14,8 @@
 
 namespace async_bench {
 
+/// The competitors for element type T (those that cannot hold a T are left out).
+template <typename T>
 using queue_competitors = type_list<
     ASYNC_BENCH_QUEUES_ASYNC_BOUNDED ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED
         ASYNC_BENCH_QUEUES_ATOMIC_QUEUE ASYNC_BENCH_QUEUES_TBB ASYNC_BENCH_QUEUES_MOODYCAMEL

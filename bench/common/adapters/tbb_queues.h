@@ -10,10 +10,14 @@
 
 #include <tbb/concurrent_queue.h>
 
+#include <utility>
+
 namespace async_bench {
 
+template <typename T>
 struct tbb_bounded_queue : queue_traits {
-  using queue = tbb::concurrent_bounded_queue<std::uint64_t>;
+  using queue = tbb::concurrent_bounded_queue<T>;
+  using value_type = T;
   static const char* name() { return "tbb::concurrent_bounded_queue"; }
   static constexpr bool bounded = true;
   static constexpr bool blocking = true;
@@ -22,31 +26,33 @@ struct tbb_bounded_queue : queue_traits {
     q->set_capacity(static_cast<std::ptrdiff_t>(capacity));
     return q;
   }
-  static void push(queue& q, std::uint64_t v) { q.push(v); }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static void push(queue& q, T v) { q.push(std::move(v)); }
+  static T pop(queue& q) {
+    T v{};
     q.pop(v);
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
+  static bool try_pop(queue& q, T& v) { return q.try_pop(v); }
 };
 
+template <typename T>
 struct tbb_queue : queue_traits {
-  using queue = tbb::concurrent_queue<std::uint64_t>;
+  using queue = tbb::concurrent_queue<T>;
+  using value_type = T;
   static const char* name() { return "tbb::concurrent_queue"; }
   static std::unique_ptr<queue> make(std::size_t) { return std::unique_ptr<queue>(new queue); }
-  static void push(queue& q, std::uint64_t v) { q.push(v); }
-  static std::uint64_t pop(queue& q) {
-    std::uint64_t v = 0;
+  static void push(queue& q, T v) { q.push(std::move(v)); }
+  static T pop(queue& q) {
+    T v{};
     retry([&] { return try_pop(q, v); });
     return v;
   }
-  static bool try_pop(queue& q, std::uint64_t& v) { return q.try_pop(v); }
+  static bool try_pop(queue& q, T& v) { return q.try_pop(v); }
 };
 
 } // namespace async_bench
 
-#define ASYNC_BENCH_QUEUES_TBB async_bench::tbb_bounded_queue, async_bench::tbb_queue,
+#define ASYNC_BENCH_QUEUES_TBB async_bench::tbb_bounded_queue<T>, async_bench::tbb_queue<T>,
 
 #else
 
