@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -190,6 +191,18 @@ inline void parse_options(int& argc, char** argv) {
   if (opts().threads <= 0) {
     const unsigned n = std::thread::hardware_concurrency();
     opts().threads = n == 0 ? 2 : static_cast<int>(n);
+  }
+  if (!opts().csv.empty()) {
+    // The folder is made here, and a file that cannot be written is said now, not after the run.
+    const std::filesystem::path parent = std::filesystem::path(opts().csv).parent_path();
+    std::error_code error;
+    if (!parent.empty()) {
+      std::filesystem::create_directories(parent, error);
+    }
+    if (error || !std::ofstream(opts().csv, std::ios::app)) {
+      usage_error("--async_csv: cannot write " + opts().csv +
+                  (error ? " (" + error.message() + ")" : std::string()));
+    }
   }
 }
 
