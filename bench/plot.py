@@ -87,6 +87,9 @@ def words(group):
     parts = group.split("/")
     out = [SCENARIOS.get(parts[0], parts[0].replace("_", " "))]
     for part in parts[1:]:
+        if part.startswith("element:"):
+            out.append(part[len("element:"):] + " elements")
+            continue
         m = re.fullmatch(r"(\d+)p(\d+)c", part)
         if m:
             p, c = int(m.group(1)), int(m.group(2))
@@ -205,6 +208,9 @@ def main():
             if not row.get("value"):
                 continue  # another table (bench_memory's bytes per element): no chart
             group, x, label = split_case(row["case"])
+            if context[2] not in ("", "uint64_t"):
+                # Runs of other element types in the same folder: charts of their own.
+                group += "/element:" + context[2]
             impl = row["implementation"]
             metric = row.get("metric", "items/s")
             if metric == "items/s" and group.startswith(("pool_", "asio_")):
@@ -297,7 +303,8 @@ def write_index(out, index):
              "the machine, commit, element type and date of its run. Ours is red in every "
              "chart.", ""]
     for title, name, answer in sorted(index, key=lambda e: e[1]):
-        lines += ["## " + title[0].upper() + title[1:], "", answer, "",
+        heading = title if title.startswith("async::") else title[0].upper() + title[1:]
+        lines += ["## " + heading, "", answer, "",
                   "![%s](%s)" % (title, name), ""]
     with open(os.path.join(out, "index.md"), "w") as f:
         f.write("\n".join(lines))

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -63,6 +64,7 @@ struct options {
   int rounds = 0;           // > 0: every case runs this many times, ours and the peers interleaved
   std::string type = "u64"; // the element type of the queue scenarios
   bool full = false;        // print every measurement and the per-case tables
+  bool filtered = false;    // --benchmark_filter was given: not every case runs
   std::string binary = "bench"; // the binary's name (argv[0] without its folder)
   binary_info info{""};
 };
@@ -120,11 +122,13 @@ inline void print_help() {
 }
 
 /// A whole positive number from a flag's value, or a clear error.
-inline std::uint64_t positive_number(const char* flag, const char* v) {
+inline std::uint64_t positive_number(const char* flag, const char* v, std::uint64_t most) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*v == '\0' || *v == '-' || end == nullptr || *end != '\0' || n == 0) {
-    usage_error(std::string(flag) + " takes a whole number above 0, not '" + v + "'");
+  if (*v < '0' || *v > '9' || end == nullptr || *end != '\0' || errno != 0 || n == 0 || n > most) {
+    usage_error(std::string(flag) + " takes a whole number from 1 to " + std::to_string(most) +
+                ", not '" + v + "'");
   }
   return n;
 }
@@ -146,18 +150,18 @@ inline void parse_options(int& argc, char** argv) {
       return std::strncmp(a, key, n) == 0 ? a + n : nullptr;
     };
     if (const char* v = value("--async_threads=")) {
-      opts().threads =
-          static_cast<int>(std::min<std::uint64_t>(positive_number("--async_threads", v), 4096));
+      opts().threads = static_cast<int>(positive_number("--async_threads", v, 4096));
     } else if (const char* v = value("--async_items=")) {
-      opts().items = positive_number("--async_items", v);
+      // (A producer's sequence has 40 bits, and the sums must not wrap per producer: 2^32 items
+      // is far beyond any measurement.)
+      opts().items = positive_number("--async_items", v, std::uint64_t(1) << 32);
     } else if (const char* v = value("--async_csv=")) {
       if (*v == '\0') {
         usage_error("--async_csv takes a file name");
       }
       opts().csv = v;
     } else if (const char* v = value("--async_rounds=")) {
-      opts().rounds =
-          static_cast<int>(std::min<std::uint64_t>(positive_number("--async_rounds", v), 1000));
+      opts().rounds = static_cast<int>(positive_number("--async_rounds", v, 1000));
     } else if (const char* v = value("--async_type=")) {
       opts().type = v;
       if (opts().type != "u64" && opts().type != "struct64" && opts().type != "string") {
@@ -176,6 +180,7 @@ inline void parse_options(int& argc, char** argv) {
     } else if (std::strncmp(a, "--async", 7) == 0) {
       usage_error(std::string("unknown flag ") + a);
     } else {
+      opts().filtered = opts().filtered || std::strncmp(a, "--benchmark_filter", 18) == 0;
       argv[out++] = argv[i];
     }
   }
@@ -185,8 +190,10 @@ inline void parse_options(int& argc, char** argv) {
     std::exit(0);
   }
   if (opts().type != "u64" && !opts().info.element_types) {
-    usage_error("--async_type: this benchmark has no element type to choose (its messages "
-                "or tasks are its own)");
+    // (ASYNC_BENCH_ARGS gives the same flags to every binary: not an error here.)
+    std::printf("%s: --async_type ignored: this benchmark moves its own tasks or messages\n",
+                opts().binary.c_str());
+    opts().type = "u64";
   }
   if (opts().threads <= 0) {
     const unsigned n = std::thread::hardware_concurrency();
@@ -198,6 +205,12 @@ inline void parse_options(int& argc, char** argv) {
     std::error_code error;
     if (!parent.empty()) {
       std::filesystem::create_directories(parent, error);
+    }
+    const std::string& csv = opts().csv;
+    if (csv.size() < 5 || csv.compare(csv.size() - 4, 4, ".csv") != 0) {
+      usage_error("--async_csv: the file name ends in .csv (the summary and the context go "
+                  "beside it, as .md and .meta.json), not '" +
+                  csv + "'");
     }
     if (error || !std::ofstream(opts().csv, std::ios::app)) {
       usage_error("--async_csv: cannot write " + opts().csv +
@@ -355,7 +368,9 @@ struct quotas {
   std::uint64_t per_producer;
   std::uint64_t per_consumer;
   std::uint64_t total;
-  std::uint64_t expected_sum; // modulo 2^64, as the consumers add
+  std::uint64_t expected_sum;     // modulo 2^64, as the consumers add
+  std::uint64_t expected_squares; // the sum of the squares, modulo 2^64: a lost value and a
+                                  // duplicate that leave the sum as it is change this
 
   explicit quotas(const shape& sh) {
     const std::uint64_t pc = static_cast<std::uint64_t>(sh.producers * sh.consumers);
@@ -364,8 +379,13 @@ struct quotas {
     per_consumer = per_pair * static_cast<std::uint64_t>(sh.producers);
     total = per_producer * static_cast<std::uint64_t>(sh.producers);
     expected_sum = 0;
+    expected_squares = 0;
     for (int p = 0; p < sh.producers; ++p) {
+      // (per_producer is at most 2^32: the products below wrap only as the consumers' do.)
       expected_sum += first_value(p) * per_producer + per_producer * (per_producer - 1) / 2;
+      for (std::uint64_t k = first_value(p), end = k + per_producer; k < end; ++k) {
+        expected_squares += k * k;
+      }
     }
   }
 
@@ -374,8 +394,9 @@ struct quotas {
   }
 };
 
-/// One consumer's check of per-producer FIFO: counts the values that arrive after a newer value
-/// of the same producer (each such arrival is one violation: 1 3 2 counts one, 1 2 3 none).
+/// One consumer's check of per-producer FIFO: counts the values that arrive after a newer or the
+/// same value of their producer (each such arrival is one violation: 1 3 2 counts one, 1 2 3
+/// none, 1 1 one).
 class fifo_check {
 public:
   explicit fifo_check(int producers) : last_(static_cast<std::size_t>(producers), 0) {}
@@ -387,7 +408,7 @@ public:
       return; // not a value any producer sent: the sum check reports it
     }
     std::uint64_t& last = last_[static_cast<std::size_t>(producer)];
-    violations_ += sequence < last ? 1 : 0;
+    violations_ += sequence <= last ? 1 : 0; // (sequences start at 1)
     last = sequence;
   }
 
@@ -444,15 +465,18 @@ public:
     }
     fifo_.see(key);
     sum_ += key;
+    squares_ += key * key;
   }
 
   std::uint64_t sum() const { return sum_; }
+  std::uint64_t squares() const { return squares_; }
   std::uint64_t violations() const { return fifo_.violations(); }
   std::uint64_t broken() const { return broken_; }
 
 private:
   fifo_check fifo_;
   std::uint64_t sum_ = 0;
+  std::uint64_t squares_ = 0;
   std::uint64_t broken_ = 0;
 };
 
@@ -478,6 +502,7 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
     auto q = Adapter::make(capacity);
     start_line start;
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(sh.consumers), 0);
+    std::vector<std::uint64_t> squares(static_cast<std::size_t>(sh.consumers), 0);
     std::vector<std::uint64_t> violations(static_cast<std::size_t>(sh.consumers), 0);
     std::atomic<std::uint64_t> broken{0};
     std::atomic<std::uint64_t> taken{0}; // bulk consumers: values taken so far, by all
@@ -530,6 +555,7 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
           }
         }
         sums[static_cast<std::size_t>(c)] = got.sum();
+        squares[static_cast<std::size_t>(c)] = got.squares();
         violations[static_cast<std::size_t>(c)] = got.violations();
         broken.fetch_add(got.broken(), std::memory_order_relaxed);
       });
@@ -546,8 +572,22 @@ void queue_throughput(benchmark::State& state, shape sh, std::size_t capacity,
       fail(state, what + ": sum " + std::to_string(sum) + " != " + std::to_string(expected_sum));
       return;
     }
+    if (std::accumulate(squares.begin(), squares.end(), std::uint64_t(0)) !=
+        quota.expected_squares) {
+      fail(state, what + ": the sum is right, the sum of squares is not: a value was lost and "
+                         "another received twice");
+      return;
+    }
+    const std::uint64_t out_of_order =
+        std::accumulate(violations.begin(), violations.end(), std::uint64_t(0));
+    if (Adapter::ours && out_of_order != 0) {
+      // Ours is strict FIFO: any value after a newer one of its producer is a defect.
+      fail(state, what + ": " + std::to_string(out_of_order) +
+                      " values arrived after a newer or the same value of their producer");
+      return;
+    }
     fifo_tally& tally = fifo_tallies()[current_case()];
-    tally.violations += std::accumulate(violations.begin(), violations.end(), std::uint64_t(0));
+    tally.violations += out_of_order;
     tally.checked += total;
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * total));
@@ -940,7 +980,7 @@ inline std::string beside_csv(const char* suffix) {
 }
 
 /// The run's context as JSON, beside the CSV (.meta.json): what the results depend on.
-inline void write_meta_json() {
+inline void write_meta_json(std::size_t rounds = 1) {
   std::ofstream out(beside_csv(".meta.json"));
   out << "{\n"
       << "  \"binary\": " << json_string(opts().binary) << ",\n"
@@ -956,7 +996,7 @@ inline void write_meta_json() {
       << "  \"element_type\": "
       << (opts().info.element_types ? json_string(element_type_name(opts().type)) : "null") << ",\n"
       << "  \"unit\": " << json_string(opts().info.unit) << ",\n"
-      << "  \"rounds\": " << std::max(1, opts().rounds) << ",\n"
+      << "  \"rounds\": " << rounds << ",\n"
       << "  \"items\": " << opts().items << "\n"
       << "}\n";
 }
@@ -994,7 +1034,17 @@ public:
     if (opts().full) {
       ConsoleReporter::ReportRuns(runs);
     }
-    ++reported_;
+    // Google Benchmark reports a case's repetitions, then their aggregates, in two calls unless
+    // --benchmark_report_aggregates_only: the second call replaces the first's value.
+    const bool again = !runs.empty() && runs.front().benchmark_name() == last_name_ &&
+                       !runs.front().aggregate_name.empty();
+    if (!runs.empty()) {
+      last_name_ = runs.front().benchmark_name();
+    }
+    if (!again) {
+      ++reported_;
+      progress();
+    }
     // One call per registered case: its runs, then (with repetitions) their aggregates. The
     // case contributes one value: the median aggregate, else the median of its runs.
     std::string name;
@@ -1005,7 +1055,6 @@ public:
     for (const Run& r : runs) {
       if (r.error_occurred) {
         std::printf("ERROR in %s: %s\n", r.benchmark_name().c_str(), r.error_message.c_str());
-        progress();
         return;
       }
       const bool aggregate = !r.aggregate_name.empty();
@@ -1040,7 +1089,6 @@ public:
         values.push_back(it->second.value);
       }
     }
-    progress();
     if (name.empty() || (values.empty() && aggregate_median < 0)) {
       return;
     }
@@ -1053,7 +1101,13 @@ public:
     if (!rows_.count(group)) {
       order_.push_back(group);
     }
-    rows_[group][impl].push_back(aggregate_median >= 0 ? aggregate_median : median(values));
+    const double value = aggregate_median >= 0 ? aggregate_median : median(values);
+    std::vector<double>& round_values = rows_[group][impl];
+    if (again && !round_values.empty()) {
+      round_values.back() = value;
+    } else {
+      round_values.push_back(value);
+    }
     names_[group][impl] = name;
     if (thread_count > 0) {
       threads_[group] = static_cast<int>(thread_count);
@@ -1088,7 +1142,7 @@ public:
     if (!opts().csv.empty()) {
       write_csv();
       std::ofstream(beside_csv(".md")) << summary_;
-      write_meta_json();
+      write_meta_json(rounds_measured());
       std::printf("\nSaved: %s, %s, %s\n", opts().csv.c_str(), beside_csv(".md").c_str(),
                   beside_csv(".meta.json").c_str());
     }
@@ -1118,15 +1172,19 @@ private:
     if (opts().full) {
       return;
     }
+    // A round's cases are those registered over the rounds; a filter (or a binary that
+    // registers on its own) leaves the rounds unknown: then a line per case.
     const std::size_t rounds = static_cast<std::size_t>(std::max(1, opts().rounds));
-    const std::size_t per_round = std::max<std::size_t>(1, registered_cases() / rounds);
-    if (reported_ % per_round == 0) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const std::size_t per_round = registered_cases() / rounds;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    if (per_round == 0 || opts().filtered) {
+      std::printf("%zu cases measured, %.0f s so far\n", reported_, seconds);
+    } else if (reported_ % per_round == 0) {
       std::printf("round %zu of %zu: %zu cases measured, %.0f s so far\n", reported_ / per_round,
                   rounds, per_round, seconds);
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
   }
 
   /// The one of ours that a peer is compared with in a case: the first of ours in the case
@@ -1232,6 +1290,18 @@ private:
     return label;
   }
 
+  /// The rounds the run measured: the most values any case has (a binary that registers its
+  /// cases itself measures each once, whatever --async_rounds says).
+  std::size_t rounds_measured() const {
+    std::size_t n = 1;
+    for (const auto& g : rows_) {
+      for (const auto& i : g.second) {
+        n = std::max(n, i.second.size());
+      }
+    }
+    return n;
+  }
+
   std::string make_summary() const {
     std::string out = "## " + opts().binary + ": " + opts().info.what + "\n\n";
     std::string about = "Machine: " + machine_line() + ". Commit " ASYNC_BENCH_COMMIT ", " +
@@ -1239,7 +1309,7 @@ private:
     if (opts().info.element_types) {
       about += std::string(" Element: ") + element_type_name(opts().type) + ".";
     }
-    const int rounds = std::max(1, opts().rounds);
+    const int rounds = static_cast<int>(rounds_measured());
     about += " Values: " + what_is_measured() + ", " +
              (rounds > 1 ? "medians of " + std::to_string(rounds) + " interleaved rounds"
                          : std::string("one round")) +
@@ -1293,7 +1363,7 @@ private:
           if (!row.count(i)) {
             continue;
           }
-          const std::string key = scenario + "\n" + i;
+          const std::string key = scenario + "\n" + i + "\nalone"; // cases without a peer
           if (!table.count(key)) {
             sections.push_back(key);
           }
@@ -1303,7 +1373,8 @@ private:
     }
     for (const auto& key : sections) {
       const std::string scenario = key.substr(0, key.find('\n'));
-      const std::string our = key.substr(key.find('\n') + 1);
+      const std::size_t at = key.find('\n') + 1;
+      const std::string our = key.substr(at, key.find('\n', at) - at);
       const std::string style = scenario.compare(0, 4, "bulk") == 0 ? "bulk" : style_of(our);
       out +=
           "### " + scenario + ": " + our + (style.empty() ? "" : " (" + style + " calls)") + "\n\n";
@@ -1316,6 +1387,17 @@ private:
       out += "\n";
     }
     out += verification_line();
+    if (!failed_cases().empty()) {
+      std::string failures = "FAILED (a wrong result; see VERIFICATION FAILED above):";
+      std::vector<std::string> names = failed_cases();
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      for (const auto& n : names) {
+        failures += " " + n + ",";
+      }
+      failures.back() = '.';
+      out += "\n" + wrap(failures);
+    }
     return out;
   }
 
@@ -1337,8 +1419,9 @@ private:
     }
     std::string text = "Checked in every measurement: each value arrived exactly once";
     text += opts().info.element_types ? " and whole" : "";
-    text += " (a wrong result stops the run); per-producer FIFO (a value received after a newer "
-            "value of its producer by the same consumer):";
+    text += " (a wrong result fails the case, and the binary's exit status); per-producer FIFO "
+            "(a value received after a newer value of its producer by the same consumer; for "
+            "ours, strict FIFO, one fails the case):";
     bool any = false;
     for (const auto& kv : by_impl) {
       if (kv.second.first > 0) {
@@ -1445,7 +1528,11 @@ private:
       for (const auto& kv : row) {
         out << g << ',' << kv.first << ',' << median(kv.second) << ',' << metric << ',';
         const std::string our = is_ours(kv.first) ? std::string() : ours_for(g, kv.first);
-        const ratio_summary r = ratio(row, our, kv.first);
+        ratio_summary r = ratio(row, our, kv.first);
+        if (cost_ == "cpu_per_wall" && r.rounds > 0 && median(row.at(our)) < idle_floor &&
+            median(kv.second) < idle_floor) {
+          r = ratio_summary(); // both idle: a ratio of noise (as the summary says)
+        }
         if (r.rounds > 0) {
           out << r.median << ',' << r.low << ',' << r.high << ',' << r.rounds;
         } else {
@@ -1469,7 +1556,8 @@ private:
     }
   }
 
-  std::string cost_; // empty: a rate; else the cost counter (cpu_per_wall, wait_us)
+  std::string cost_;      // empty: a rate; else the cost counter (cpu_per_wall, wait_us)
+  std::string last_name_; // the benchmark of the last call to ReportRuns
   std::size_t reported_ = 0;
   std::chrono::steady_clock::time_point started_;
   std::vector<std::string> order_;
@@ -1494,7 +1582,9 @@ int run_main(int argc, char** argv, const binary_info& info, Register register_a
   std::printf("%sasync bench: %llu items per iteration\n", context("").c_str(),
               static_cast<unsigned long long>(opts().items));
   benchmark::AddCustomContext("async_commit", ASYNC_BENCH_COMMIT);
-  benchmark::AddCustomContext("async_element_type", element_type_name(opts().type));
+  if (opts().info.element_types) {
+    benchmark::AddCustomContext("async_element_type", element_type_name(opts().type));
+  }
   register_all();
   register_rounds();
   table_reporter reporter;

@@ -24,22 +24,38 @@ struct locked_deque {
   std::size_t pushed = 0;
 };
 
-/// Damages an element: a changed word, a changed character (the uint64_t key has no redundancy:
-/// for it, damage is a wrong value, which the sum check finds).
-inline void damage(std::uint64_t& v) { v += 1; }
-inline void damage(payload64& p) { p.check[3] ^= 1; }
-inline void damage(std::string& s) { s[s.size() - 1] = '?'; }
+/// Damages elements. A uint64_t has no redundancy: its damage loses a producer's values k and
+/// k + 2 and sends k + 1 twice instead, which leaves the sum as it was (only the sum of squares
+/// finds it); a struct gets a changed word and a string a changed character, one in a thousand.
+inline bool damage(std::uint64_t& v, std::size_t) {
+  const std::uint64_t sequence = v & sequence_mask;
+  v += sequence % 1000 == 1 ? 1 : sequence % 1000 == 3 ? std::uint64_t(0) - 1 : 0;
+  return true;
+}
+inline bool damage(payload64& p, std::size_t pushed) {
+  p.check[3] ^= pushed % 1000 == 0 ? 1 : 0;
+  return true;
+}
+inline bool damage(std::string& s, std::size_t pushed) {
+  if (pushed % 1000 == 0) {
+    s[s.size() - 1] = '?';
+  }
+  return true;
+}
 
-template <bool swaps, typename T = std::uint64_t, bool damages = false>
+template <bool swaps, typename T = std::uint64_t, bool damages = false, bool is_ours = false>
 struct deque_adapter : owning_adapter<locked_deque<swaps, T>, T> {
+  static constexpr bool ours = is_ours; // ours: a FIFO violation fails the case
   using queue = locked_deque<swaps, T>;
   static const char* name() {
-    return damages ? "damaging deque" : swaps ? "swapping deque" : "async::fifo deque";
+    return damages ? "damaging deque"
+           : swaps ? (is_ours ? "async::swapping deque" : "swapping deque")
+                   : "async::fifo deque";
   }
   static void push(queue& q, T v) {
     std::lock_guard<std::mutex> g(q.lock);
-    if (damages && ++q.pushed % 1000 == 0) {
-      damage(v);
+    if (damages) {
+      damage(v, ++q.pushed);
     }
     q.items.push_back(std::move(v));
   }
