@@ -11,8 +11,8 @@
 #include "elements.h"
 #include "registry.h"
 
+#include <async/detail/backoff.h>
 #include <async/detail/cache.h>
-#include <async/detail/wait.h>
 
 #include <benchmark/benchmark.h>
 

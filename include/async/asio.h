@@ -47,7 +47,7 @@
 #endif
 
 #include "detail/perturb.h"
-#include "detail/task.h"
+#include "detail/pool/task.h"
 
 #include <atomic>
 #include <chrono>

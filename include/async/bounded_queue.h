@@ -4,14 +4,17 @@
 
 #include "detail/config.h"
 
+#include "detail/backoff.h"
+#include "detail/bounded/ring_layout.h"
+#include "detail/bounded/turn.h"
 #include "detail/cache.h"
+#include "detail/compat.h"
+#include "detail/deadline.h"
+#include "detail/element.h"
 #include "detail/perturb.h"
 #include "detail/relocate.h"
-#include "detail/ring_layout.h"
-#include "detail/slot.h"
+#include "detail/scope_exit.h"
 #include "detail/traits.h"
-#include "detail/turn.h"
-#include "detail/wait.h"
 
 #include <atomic>
 #include <chrono>

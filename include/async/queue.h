@@ -4,14 +4,18 @@
 
 #include "detail/config.h"
 
+#include "detail/backoff.h"
 #include "detail/cache.h"
+#include "detail/compat.h"
+#include "detail/deadline.h"
+#include "detail/element.h"
 #include "detail/perturb.h"
 #include "detail/relocate.h"
-#include "detail/segment_list.h"
-#include "detail/slot.h"
-#include "detail/tagged_index.h"
+#include "detail/scope_exit.h"
 #include "detail/traits.h"
-#include "detail/wait.h"
+#include "detail/unbounded/event_count.h"
+#include "detail/unbounded/segment_list.h"
+#include "detail/unbounded/tagged_index.h"
 
 #include <algorithm>
 #include <atomic>

@@ -4,12 +4,12 @@
 
 #include "detail/config.h"
 
+#include "detail/deadline.h"
 #include "detail/perturb.h"
 #include "detail/pool/scheduler.h"
+#include "detail/pool/task.h"
 #include "detail/pool/thread_identity.h"
-#include "detail/slot.h"
-#include "detail/task.h"
-#include "detail/wait.h"
+#include "detail/scope_exit.h"
 // The pool does not use it; the original library's threadpool.h included it, and programs
 // written for that one use async::queue with only this header included.
 #include "queue.h"

@@ -10,8 +10,8 @@
 // ASYNC_DET_SEED=<n> starts the seeds there (each run prints where it started); a failure
 // names its seed. ASYNC_STRESS_SCALE scales the number of seeds.
 #include <async/bounded_queue.h>
-#include <async/detail/node_pool.h>
 #include <async/detail/pool/scheduler.h>
+#include <async/detail/unbounded/node_pool.h>
 #include <async/queue.h>
 
 #include "det_schedule.h"

@@ -21,14 +21,14 @@ elseif(MUTANT STREQUAL "close-aba-wakeup")
   # Issue 12, defect 6 (fixed in 77fcff4): a waiter that left on close() did not pass on a
   # wake-up, although its sleeper bit could have gone in after close() cleared another
   # waiter's (an ABA on the turn word); that other waiter then slept for good.
-  set(file "async/detail/turn.h")
+  set(file "async/detail/bounded/turn.h")
   set(old "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n        wake(word);\n")
   set(new "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n")
 elseif(MUTANT STREQUAL "close-past-storage")
   # Fixed on 2026-11-27: a consumer whose ticket lay past the tail, in a segment that a full
   # node storage had no room for, waited inside its call for producers to come; after close()
   # none come, so it never returned. It now gives up a ticket past the closed end.
-  set(file "async/detail/segment_list.h")
+  set(file "async/detail/unbounded/segment_list.h")
   set(old "        if (s >= abandoned_.load(std::memory_order_acquire)) {\n")
   set(new "        if (false && s >= abandoned_.load(std::memory_order_acquire)) {\n")
 elseif(MUTANT STREQUAL "pool-no-fairness-look")

@@ -34,7 +34,8 @@
 #ifndef ASYNC_TESTS_SUPPORT_DET_SCHEDULE_H
 #define ASYNC_TESTS_SUPPORT_DET_SCHEDULE_H
 
-#include <async/detail/wait.h>
+#include <async/detail/deadline.h>
+#include <async/detail/park.h>
 
 #include <atomic>
 #include <condition_variable>

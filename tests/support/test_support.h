@@ -6,8 +6,9 @@
 #define ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 
 #include <async/detail/config.h>
+#include <async/detail/deadline.h>
+#include <async/detail/park.h>
 #include <async/detail/perturb.h>
-#include <async/detail/wait.h>
 
 #include <algorithm>
 #include <atomic>

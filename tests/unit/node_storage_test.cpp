@@ -2,9 +2,9 @@
 // The building blocks of the unbounded queue: the {index, tag} word, the 3-level, grow-only,
 // type-stable node storage (sequential, exhaustion, lifetimes, concurrent growth), and the
 // layout of a segment's slots.
-#include <async/detail/node_storage.h>
-#include <async/detail/segment_list.h>
-#include <async/detail/tagged_index.h>
+#include <async/detail/unbounded/node_storage.h>
+#include <async/detail/unbounded/segment_list.h>
+#include <async/detail/unbounded/tagged_index.h>
 
 #include "test_support.h"
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The platform facts of detail/config.h and detail/cache.h, checked on every architecture the
 // project is built for (natively on x86-64, and ARMv7/ARMv8 under qemu-user).
+#include <async/detail/backoff.h>
 #include <async/detail/cache.h>
 #include <async/detail/config.h>
 

@@ -3,7 +3,7 @@
 // wrapping, growing while wrapped, dropping, swapping), element lifetimes, reserve, and the
 // buffer given back once the ring runs empty from a large size.
 #include <async/detail/pool/ring_deque.h>
-#include <async/detail/task.h>
+#include <async/detail/pool/task.h>
 
 #include "test_support.h"
 

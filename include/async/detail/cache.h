@@ -2,7 +2,6 @@
 //
 // Cache-line facts and the tools that keep hot data apart:
 //   cache_line_size          the false-sharing granule (ASYNC_CACHE_LINE_SIZE, see config.h)
-//   cpu_pause()              the architecture's spin-wait hint
 //   padded<V, Line>          a V with a line of padding on each side
 //   aligned_allocate/free    over-aligned heap memory that also works in C++14, where operator
 //                            new ignores alignments above alignof(std::max_align_t)
@@ -33,48 +32,6 @@ static_assert((cache_line_size & (cache_line_size - 1)) == 0,
               "cache_line_size must be a power of two.");
 static_assert(cache_line_size >= alignof(std::max_align_t),
               "cache_line_size must be at least the fundamental alignment.");
-
-// The spin-wait hint of the target, chosen once for cpu_pause() and for the name below.
-#if (defined(ASYNC_ARCH_X86_64) || defined(ASYNC_ARCH_X86)) &&                                     \
-    (defined(__GNUC__) || defined(__clang__))
-#define ASYNC_DETAIL_SPIN_HINT_PAUSE 1
-#elif defined(ASYNC_ARCH_AARCH64) && (defined(__GNUC__) || defined(__clang__))
-#define ASYNC_DETAIL_SPIN_HINT_ISB 1
-#elif defined(ASYNC_ARCH_ARM) && (defined(__GNUC__) || defined(__clang__)) &&                      \
-    (defined(__ARM_ARCH) && __ARM_ARCH >= 7)
-#define ASYNC_DETAIL_SPIN_HINT_YIELD 1
-#endif
-
-/// Tells the core that the calling thread is spinning: it saves power, frees the sibling
-/// hyper-thread and avoids the memory-order mis-speculation penalty on exit from the loop.
-/// Thread-safe; has no effect on memory.
-ASYNC_ALWAYS_INLINE void cpu_pause() noexcept {
-#if defined(ASYNC_DETAIL_SPIN_HINT_PAUSE)
-  __builtin_ia32_pause();
-#elif defined(ASYNC_DETAIL_SPIN_HINT_ISB)
-  // `isb` stalls for tens of cycles on current cores, closer to x86's pause than `yield`,
-  // which most AArch64 implementations treat as a plain nop.
-  __asm__ __volatile__("isb" ::: "memory");
-#elif defined(ASYNC_DETAIL_SPIN_HINT_YIELD)
-  __asm__ __volatile__("yield" ::: "memory");
-#else
-  // No hint known: a compiler barrier at least keeps the loop from being folded away.
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-#endif
-}
-
-/// The instruction cpu_pause() issues, for reports ("none": a compiler barrier only).
-constexpr const char* cpu_pause_name() noexcept {
-#if defined(ASYNC_DETAIL_SPIN_HINT_PAUSE)
-  return "pause";
-#elif defined(ASYNC_DETAIL_SPIN_HINT_ISB)
-  return "isb";
-#elif defined(ASYNC_DETAIL_SPIN_HINT_YIELD)
-  return "yield";
-#else
-  return "none";
-#endif
-}
 
 /// True when `p` is a multiple of `alignment` (a power of two). Thread-safe.
 inline bool is_aligned(const void* p, std::size_t alignment) noexcept {

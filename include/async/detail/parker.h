@@ -16,7 +16,8 @@
 
 #include "config.h"
 
-#include "wait.h"
+#include "deadline.h"
+#include "park.h"
 
 #include <atomic>
 #include <cstdint>

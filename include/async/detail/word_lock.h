@@ -19,8 +19,9 @@
 
 #include "config.h"
 
+#include "backoff.h"
 #include "cache.h"
-#include "wait.h"
+#include "park.h"
 
 #include <atomic>
 #include <cstdint>

@@ -21,9 +21,9 @@
 #include "../config.h"
 
 #include "../cache.h"
+#include "../deadline.h"
 #include "../perturb.h"
-#include "../task.h"
-#include "../wait.h"
+#include "task.h"
 
 #include <atomic>
 #include <cstdint>

@@ -39,15 +39,17 @@
 
 #include "../config.h"
 
+#include "../backoff.h"
 #include "../cache.h"
+#include "../deadline.h"
+#include "../park.h"
 #include "../parker.h"
 #include "../perturb.h"
-#include "../task.h"
-#include "../wait.h"
 #include "../word_lock.h"
 #include "idle_workers.h"
 #include "next_slot.h"
 #include "ring_deque.h"
+#include "task.h"
 #include "task_queue.h"
 #include "worker_registry.h"
 

@@ -16,9 +16,9 @@
 
 #include "../config.h"
 
-#include "../task.h"
 #include "../word_lock.h"
 #include "ring_deque.h"
+#include "task.h"
 
 #include <atomic>
 #include <cstddef>

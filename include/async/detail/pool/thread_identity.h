@@ -16,7 +16,7 @@
 
 #include "../config.h"
 
-#include "../slot.h"
+#include "../scope_exit.h"
 
 #include <utility>
 

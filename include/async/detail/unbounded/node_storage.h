@@ -12,12 +12,12 @@
 // a thread holding a stale index can always read the node it names (what it reads may belong to
 // a later use of the node; tags tell it so). Memory: L1 pointers up front, then L2 pointers per
 // middle block and L3 nodes per leaf block as the index range grows.
-#ifndef ASYNC_DETAIL_NODE_STORAGE_H
-#define ASYNC_DETAIL_NODE_STORAGE_H
+#ifndef ASYNC_DETAIL_UNBOUNDED_NODE_STORAGE_H
+#define ASYNC_DETAIL_UNBOUNDED_NODE_STORAGE_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "cache.h"
+#include "../cache.h"
 
 #include <atomic>
 #include <cstddef>
@@ -191,4 +191,4 @@ constexpr std::uint64_t node_storage<Node, L1, L2, L3>::capacity;
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_NODE_STORAGE_H
+#endif // ASYNC_DETAIL_UNBOUNDED_NODE_STORAGE_H

@@ -12,13 +12,14 @@
 // word is an exchange (publish) or a CAS (wake), so whoever changes the word sees the bit in
 // the same atomic step, and makes the wake-up syscall only then: a hand-over that nobody waits
 // for costs no syscall.
-#ifndef ASYNC_DETAIL_TURN_H
-#define ASYNC_DETAIL_TURN_H
+#ifndef ASYNC_DETAIL_BOUNDED_TURN_H
+#define ASYNC_DETAIL_BOUNDED_TURN_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "perturb.h"
-#include "wait.h"
+#include "../deadline.h"
+#include "../park.h"
+#include "../perturb.h"
 
 #include <atomic>
 #include <chrono>
@@ -127,4 +128,4 @@ struct turn {
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_TURN_H
+#endif // ASYNC_DETAIL_BOUNDED_TURN_H

@@ -20,10 +20,10 @@
 // far away: one producer and one consumer at capacity 65536 ran at 0.65-0.72x atomic_queue on
 // the 2-core VM, and at 1.0-1.3x with blocks of 16 lines; blocks of 8, 32 or 64 lines measured
 // alike, 16 keeps 16 threads with neighbouring tickets apart (docs/implementation.md).
-#ifndef ASYNC_DETAIL_RING_LAYOUT_H
-#define ASYNC_DETAIL_RING_LAYOUT_H
+#ifndef ASYNC_DETAIL_BOUNDED_RING_LAYOUT_H
+#define ASYNC_DETAIL_BOUNDED_RING_LAYOUT_H
 
-#include "config.h"
+#include "../config.h"
 
 #include <cstddef>
 
@@ -107,4 +107,4 @@ private:
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_RING_LAYOUT_H
+#endif // ASYNC_DETAIL_BOUNDED_RING_LAYOUT_H

@@ -3,19 +3,16 @@
 // task: a move-only, type-erased `void()` callable with an inline buffer, so that the thread
 // pool stores small callables (the common case: a lambda with a few captures, or a function
 // with its decayed arguments and a promise) without a heap allocation of its own.
-//
-// invoke / invoke_result_t: C++14 versions of std::invoke and std::invoke_result_t (member
-// function and data pointers called through an object, a reference_wrapper, a raw or a smart
-// pointer), used to give post() exactly the semantics and result type of std::async.
-#ifndef ASYNC_DETAIL_TASK_H
-#define ASYNC_DETAIL_TASK_H
+#ifndef ASYNC_DETAIL_POOL_TASK_H
+#define ASYNC_DETAIL_POOL_TASK_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "cache.h"
-
-#include "slot.h"
-#include "traits.h"
+#include "../cache.h"
+#include "../element.h"
+#include "../invoke.h"
+#include "../scope_exit.h"
+#include "../traits.h"
 
 #include <cstddef>
 #include <functional>
@@ -30,105 +27,6 @@
 
 namespace async {
 namespace detail {
-
-// ---- invoke -------------------------------------------------------------------------------------
-
-template <typename T>
-struct is_reference_wrapper : std::false_type {};
-template <typename U>
-struct is_reference_wrapper<std::reference_wrapper<U>> : std::true_type {};
-
-// Pointer to member function, called on an object of (a class derived from) C.
-template <typename C, typename Pointer, typename Object, typename... Args,
-          typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
-                                      std::is_base_of<C, typename std::decay<Object>::type>::value,
-                                  int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
-    -> decltype((std::forward<Object>(obj).*pm)(std::forward<Args>(args)...)) {
-  return (std::forward<Object>(obj).*pm)(std::forward<Args>(args)...);
-}
-
-// ... through a reference_wrapper.
-template <
-    typename C, typename Pointer, typename Object, typename... Args,
-    typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
-                                is_reference_wrapper<typename std::decay<Object>::type>::value,
-                            int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
-    -> decltype((obj.get().*pm)(std::forward<Args>(args)...)) {
-  return (obj.get().*pm)(std::forward<Args>(args)...);
-}
-
-// ... through a raw or smart pointer.
-template <
-    typename C, typename Pointer, typename Object, typename... Args,
-    typename std::enable_if<std::is_member_function_pointer<Pointer C::*>::value &&
-                                !std::is_base_of<C, typename std::decay<Object>::type>::value &&
-                                !is_reference_wrapper<typename std::decay<Object>::type>::value,
-                            int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj, Args&&... args)
-    -> decltype(((*std::forward<Object>(obj)).*pm)(std::forward<Args>(args)...)) {
-  return ((*std::forward<Object>(obj)).*pm)(std::forward<Args>(args)...);
-}
-
-// Pointer to data member.
-template <typename C, typename Pointer, typename Object,
-          typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
-                                      std::is_base_of<C, typename std::decay<Object>::type>::value,
-                                  int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype(std::forward<Object>(obj).*pm) {
-  return std::forward<Object>(obj).*pm;
-}
-
-template <
-    typename C, typename Pointer, typename Object,
-    typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
-                                is_reference_wrapper<typename std::decay<Object>::type>::value,
-                            int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype(obj.get().*pm) {
-  return obj.get().*pm;
-}
-
-template <
-    typename C, typename Pointer, typename Object,
-    typename std::enable_if<!std::is_member_function_pointer<Pointer C::*>::value &&
-                                !std::is_base_of<C, typename std::decay<Object>::type>::value &&
-                                !is_reference_wrapper<typename std::decay<Object>::type>::value,
-                            int>::type = 0>
-auto invoke_member(Pointer C::*pm, Object&& obj) -> decltype((*std::forward<Object>(obj)).*pm) {
-  return (*std::forward<Object>(obj)).*pm;
-}
-
-template <typename F, typename... Args,
-          typename std::enable_if<std::is_member_pointer<typename std::decay<F>::type>::value,
-                                  int>::type = 0>
-auto invoke(F&& f, Args&&... args)
-    -> decltype(detail::invoke_member(f, std::forward<Args>(args)...)) {
-  return detail::invoke_member(f, std::forward<Args>(args)...);
-}
-
-template <typename F, typename... Args,
-          typename std::enable_if<!std::is_member_pointer<typename std::decay<F>::type>::value,
-                                  int>::type = 0>
-auto invoke(F&& f, Args&&... args) -> decltype(std::forward<F>(f)(std::forward<Args>(args)...)) {
-  return std::forward<F>(f)(std::forward<Args>(args)...);
-}
-
-template <typename F, typename... Args>
-using invoke_result_t = decltype(detail::invoke(std::declval<F>(), std::declval<Args>()...));
-
-template <typename Void, typename F, typename... Args>
-struct invocable_impl : std::false_type {};
-template <typename F, typename... Args>
-struct invocable_impl<void_t<invoke_result_t<F, Args...>>, F, Args...> : std::true_type {};
-
-/// false, but only once instantiated (for a static_assert in a template that must not be used).
-template <typename...>
-struct dependent_false : std::false_type {};
-
-/// Whether detail::invoke(F, Args...) is well-formed.
-template <typename F, typename... Args>
-using is_invocable = invocable_impl<void, F, Args...>;
 
 // ---- quiet relocation ---------------------------------------------------------------------------
 
@@ -453,4 +351,4 @@ private:
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_TASK_H
+#endif // ASYNC_DETAIL_POOL_TASK_H

@@ -5,10 +5,10 @@
 // that the node has not been recycled since the word was read (the tag changes at every
 // reuse). One plain 64-bit atomic: lock-free on x86-64, AArch64 and ARMv7 alike, with no
 // 16-byte CAS and no -latomic.
-#ifndef ASYNC_DETAIL_TAGGED_INDEX_H
-#define ASYNC_DETAIL_TAGGED_INDEX_H
+#ifndef ASYNC_DETAIL_UNBOUNDED_TAGGED_INDEX_H
+#define ASYNC_DETAIL_UNBOUNDED_TAGGED_INDEX_H
 
-#include "config.h"
+#include "../config.h"
 
 #include <cstdint>
 
@@ -64,4 +64,4 @@ constexpr std::uint32_t tagged_index<I, T>::null_index;
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_TAGGED_INDEX_H
+#endif // ASYNC_DETAIL_UNBOUNDED_TAGGED_INDEX_H

@@ -27,15 +27,15 @@
 //   - A link's tag is the low bits of the segment number it names; a node's "no next node"
 //     value is tagged with the node's own segment, so an appender that saw an earlier life of
 //     the node fails its CAS.
-#ifndef ASYNC_DETAIL_SEGMENT_LIST_H
-#define ASYNC_DETAIL_SEGMENT_LIST_H
+#ifndef ASYNC_DETAIL_UNBOUNDED_SEGMENT_LIST_H
+#define ASYNC_DETAIL_UNBOUNDED_SEGMENT_LIST_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "cache.h"
+#include "../cache.h"
+#include "../element.h"
+#include "../perturb.h"
 #include "node_pool.h"
-#include "perturb.h"
-#include "slot.h"
 #include "tagged_index.h"
 
 #include <atomic>
@@ -719,4 +719,4 @@ constexpr std::uint32_t segment_list<T, State, S, L1, L2, L3, I, G, Line, Atom, 
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_SEGMENT_LIST_H
+#endif // ASYNC_DETAIL_UNBOUNDED_SEGMENT_LIST_H

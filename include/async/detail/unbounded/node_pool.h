@@ -13,14 +13,14 @@
 // fails its CAS instead of installing a stale link (ABA). A stale CAS could succeed only if a
 // multiple of 2^TagBits pushes and pops happened while one thread stalled between its read and
 // its CAS.
-#ifndef ASYNC_DETAIL_NODE_POOL_H
-#define ASYNC_DETAIL_NODE_POOL_H
+#ifndef ASYNC_DETAIL_UNBOUNDED_NODE_POOL_H
+#define ASYNC_DETAIL_UNBOUNDED_NODE_POOL_H
 
-#include "config.h"
+#include "../config.h"
 
-#include "cache.h"
+#include "../cache.h"
+#include "../perturb.h"
 #include "node_storage.h"
-#include "perturb.h"
 #include "tagged_index.h"
 
 #include <atomic>
@@ -117,4 +117,4 @@ constexpr std::uint64_t node_pool<Node, L1, L2, L3, Link, Line, Atom>::capacity;
 } // namespace detail
 } // namespace async
 
-#endif // ASYNC_DETAIL_NODE_POOL_H
+#endif // ASYNC_DETAIL_UNBOUNDED_NODE_POOL_H
