@@ -177,7 +177,7 @@ public:
     }
     for (std::size_t k = 0; k < capacity_; ++k) {
       const std::uint64_t t = start.value + k;
-      slot_of(t).state.store(turn_of(t, state_free), std::memory_order_relaxed);
+      slot_of(t).state.store(turn::of(t, turn::free), std::memory_order_relaxed);
     }
     head_.value.store(start.value, std::memory_order_relaxed);
     tail_.value.store(start.value, std::memory_order_relaxed);
@@ -193,7 +193,7 @@ public:
   ~bounded_queue() {
     for (std::size_t i = 0; i < capacity_; ++i) {
       slot& s = ring_[physical_index(i)];
-      if ((s.state.load(std::memory_order_acquire) & state_mask) == state_full) {
+      if (turn::state(s.state.load(std::memory_order_acquire)) == turn::full) {
         s.element.destroy();
       }
     }
@@ -238,7 +238,7 @@ public:
     // "Blocking calls take their ticket at once"). Otherwise the ticket is taken at once, without a
     // look at the tail.
     const std::uint64_t crowded_at = producers_crowded_.load(std::memory_order_relaxed);
-    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(tail_.value, state_free)) { // full
+    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(tail_.value, turn::free)) { // full
       return enqueue_when_room(nullptr, std::forward<Args>(args)...);
     }
     // (BP1) acquire: pairs with (BC1) in close(), so that a ticket taken after close() sees it.
@@ -250,11 +250,11 @@ public:
     ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
     forget_crowding(producers_crowded_, crowded_at, t);
     slot& s = slot_of(t);
-    const std::uint64_t wanted = turn_of(t, state_free);
+    const std::uint64_t wanted = turn::of(t, turn::free);
     if (ASYNC_UNLIKELY(!turn::own(s.state, wanted))) {
       const waited w = await_turn(
           producers_crowded_, t, s.state,
-          [wanted](std::uint64_t v) { return (v & ~turn::sleeper_bit) == wanted; },
+          [wanted](std::uint64_t v) { return turn::value(v) == wanted; },
           [this] { return close_state_.load(std::memory_order_seq_cst) != open; });
       if (w != waited::ready) {
         abandon(t, s);
@@ -311,7 +311,7 @@ public:
     // While consumers are crowded, an empty queue is waited on without a ticket, as a full one
     // in blocking_enqueue.
     const std::uint64_t crowded_at = consumers_crowded_.load(std::memory_order_relaxed);
-    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(head_.value, state_full)) { // empty
+    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(head_.value, turn::full)) { // empty
       return dequeue_when_ready(nullptr, out);
     }
     for (;;) {
@@ -319,16 +319,12 @@ public:
       const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
       forget_crowding(consumers_crowded_, crowded_at, h);
       slot& s = slot_of(h);
-      const std::uint64_t full = turn_of(h, state_full);
+      const std::uint64_t full = turn::of(h, turn::full);
       std::uint64_t v = full;
       if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
         const waited w = await_turn(
             consumers_crowded_, h, s.state,
-            [full](std::uint64_t x) {
-              // full, a hole or a refusal: state_full + 0, 2 or 4 (turn words are even
-              // without the sleeper bit; other turns lie below, or 8 or more above)
-              return (x & ~turn::sleeper_bit) - full <= state_refused - state_full;
-            },
+            [h](std::uint64_t x) { return turn::settled(x, h); }, // full, a hole or refused
             [this, h] { return consumer_ticket_is_dead(h); });
         if (w != waited::ready) {
           if (ticket_after_close(h)) {
@@ -337,7 +333,7 @@ public:
           passed_unfilled();
           continue; // the producer of h gave up when the queue closed: skip its ticket
         }
-        v = s.state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
+        v = turn::value(s.state.load(std::memory_order_acquire));
       }
       if (ASYNC_LIKELY(v == full)) {
         take(s, h, out);
@@ -429,26 +425,11 @@ public:
   }
 
 private:
-  // A slot's turn word is 8 * ticket + state (+ the sleeper bit of detail::turn, bit 0). For the
-  // ticket t that maps to it:
-  //   8t + state_free   free: the producer holding t may construct
-  //   8t + state_full   the element of t is published: its consumer may take it
-  //   8t + state_hole   the producer of t failed to construct: its consumer skips the slot
-  //   8t + state_refused  the producer of t refused it while close() ran: skipped as a hole,
-  //                       but not counted in unfilled_ (t may lie past the close's last ticket)
-  // and the consumer of t hands the slot on by storing 8(t + capacity) + state_free.
-  // Computed modulo 2^64, so the encoding wraps with the 64-bit tickets.
-  static constexpr std::uint64_t state_free = 0;
-  static constexpr std::uint64_t state_full = 2;
-  static constexpr std::uint64_t state_hole = 4;
-  static constexpr std::uint64_t state_refused = 6;
-  static constexpr std::uint64_t state_mask = 6;
-
   static constexpr std::uint32_t open = 0;
   static constexpr std::uint32_t closing = 1;
   static constexpr std::uint32_t closed = 2;
 
-  // The slot's state word is its turn (above), handed on with the protocol of detail::turn.
+  // A slot's state word is its turn: detail::turn owns its encoding and its hand-over.
   using slot = detail::slot<T, std::uint64_t, atom>;
   using turn = detail::turn;
   using waited = turn::waited;
@@ -457,10 +438,6 @@ private:
                                                                           : line_size;
 
   enum class claim { claimed, unavailable, closed };
-
-  static constexpr std::uint64_t turn_of(std::uint64_t ticket, std::uint64_t state) noexcept {
-    return ticket * 8 + state;
-  }
 
   static std::size_t checked_capacity(std::size_t capacity) {
     if (capacity == 0) {
@@ -492,14 +469,12 @@ private:
   }
 
   // True when the slot of the next ticket on `side` (the tail or the head) has not yet reached
-  // `state` for that ticket: the queue looks full (tail_, state_free) or empty (head_,
-  // state_full). A hint only (relaxed loads): it picks how a blocking call waits, never what it
+  // `state` for that ticket: the queue looks full (tail_, turn::free) or empty (head_,
+  // turn::full). A hint only (relaxed loads): it picks how a blocking call waits, never what it
   // does.
   bool looks_behind(const atom<std::uint64_t>& side, std::uint64_t state) const noexcept {
     const std::uint64_t t = side.load(std::memory_order_relaxed);
-    const std::uint64_t seen =
-        slot_of(t).state.load(std::memory_order_relaxed) & ~turn::sleeper_bit;
-    return static_cast<std::int64_t>(seen - turn_of(t, state)) < 0;
+    return turn::before(slot_of(t).state.load(std::memory_order_relaxed), turn::of(t, state));
   }
 
   // Crowding, for the blocking calls of one side: a ticket taken where the ring is full (or
@@ -535,60 +510,66 @@ private:
     }
   }
 
-  // Claims the head element with compare-and-swap only once it is published, sleeping while
-  // the queue is empty (until *deadline if not null). Returns false when closed and drained, or
-  // timed out.
-  template <typename U>
-  bool dequeue_when_ready(const detail::wait_clock::time_point* deadline, U& out) {
+  // The try-and-wait loop of the timed calls, and of the blocking ones while their side is
+  // crowded: claims a slot with compare-and-swap through claim_slot(ticket, slot, seen)
+  // (claim_for_consumer or claim_for_producer), and while it reports the queue empty or full,
+  // sleeps until the slot it names changes (its producer publishes, or its consumer frees
+  // it), interrupted(ticket) holds, or *deadline (if not null) passes. No ticket is held while
+  // waiting, so whichever thread runs when the slot changes takes it. use(slot, ticket) ends
+  // the call once a slot is claimed. False when closed (and, for consumers, drained) or timed
+  // out.
+  template <typename Claim, typename Interrupted, typename Use>
+  bool claim_when_ready(const detail::wait_clock::time_point* deadline, Claim claim_slot,
+                        Interrupted interrupted, Use use) {
     for (;;) {
-      std::uint64_t h = 0;
+      std::uint64_t t = 0;
       slot* s = nullptr;
       std::uint64_t seen = 0;
-      switch (claim_for_consumer(h, s, seen)) {
+      switch (claim_slot(t, s, seen)) {
       case claim::claimed:
-        take(*s, h, out);
-        return true;
+        return use(*s, t);
       case claim::closed:
         return false;
       case claim::unavailable:
         break;
       }
-      // Empty: sleep until the slot at the head changes (its producer publishes) or time is up.
       const waited w = await(
-          s->state, [seen](std::uint64_t v) { return (v & ~turn::sleeper_bit) != seen; },
-          [this, h] { return consumer_ticket_is_dead(h); }, deadline);
+          s->state, [seen](std::uint64_t v) { return turn::value(v) != seen; },
+          [&interrupted, t] { return interrupted(t); }, deadline);
       if (w == waited::timed_out) {
         return false;
       }
     }
   }
 
-  // Claims a slot with compare-and-swap only when it is free, sleeping while the queue is full
-  // (until *deadline if not null). No ticket is held while waiting, so whichever producer runs
-  // when a slot frees takes it. Returns false when closed, timed out, or (NOEXCEPT_CHECK) when
-  // T's constructor threw.
+  // Takes the head element once it is published, sleeping while the queue is empty.
+  template <typename U>
+  bool dequeue_when_ready(const detail::wait_clock::time_point* deadline, U& out) {
+    return claim_when_ready(
+        deadline,
+        [this](std::uint64_t& h, slot*& s, std::uint64_t& seen) {
+          return claim_for_consumer(h, s, seen);
+        },
+        [this](std::uint64_t h) { return consumer_ticket_is_dead(h); },
+        [this, &out](slot& s, std::uint64_t h) {
+          take(s, h, out);
+          return true;
+        });
+  }
+
+  // Claims a free slot and constructs the element there, sleeping while the queue is full.
+  // False also when (NOEXCEPT_CHECK) T's constructor threw.
   template <typename... Args>
   bool enqueue_when_room(const detail::wait_clock::time_point* deadline, Args&&... args) {
-    for (;;) {
-      std::uint64_t t = 0;
-      slot* s = nullptr;
-      std::uint64_t seen = 0;
-      switch (claim_for_producer(t, s, seen)) {
-      case claim::claimed:
-        return construct_and_publish(*s, t, std::forward<Args>(args)...);
-      case claim::closed:
-        return false;
-      case claim::unavailable:
-        break;
-      }
-      // Full: sleep until the slot at the tail changes (its consumer frees it) or time is up.
-      const waited w = await(
-          s->state, [seen](std::uint64_t v) { return (v & ~turn::sleeper_bit) != seen; },
-          [this] { return close_state_.load(std::memory_order_seq_cst) != open; }, deadline);
-      if (w == waited::timed_out) {
-        return false;
-      }
-    }
+    return claim_when_ready(
+        deadline,
+        [this](std::uint64_t& t, slot*& s, std::uint64_t& seen) {
+          return claim_for_producer(t, s, seen);
+        },
+        [this](std::uint64_t) { return close_state_.load(std::memory_order_seq_cst) != open; },
+        [&](slot& s, std::uint64_t t) {
+          return construct_and_publish(s, t, std::forward<Args>(args)...);
+        });
   }
 
   // Takes the tail ticket with a CAS if its slot is free. Reports unavailable (full) with the
@@ -602,8 +583,8 @@ private:
       s = &slot_of(t);
       // (BE1) acquire: pairs with the consumer's publish in release_slot() (TW2): the previous
       // element has been moved out and destroyed before we construct over it.
-      seen = s->state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
-      const auto d = static_cast<std::int64_t>(seen - turn_of(t, state_free));
+      seen = turn::value(s->state.load(std::memory_order_acquire));
+      const auto d = static_cast<std::int64_t>(seen - turn::of(t, turn::free));
       if (d == 0) {
         ASYNC_PERTURB();
         // acquire on success: as (BP1), a ticket taken after close() must see it.
@@ -613,10 +594,10 @@ private:
           if (ASYNC_UNLIKELY(state == closing)) {
             // close() is under way in another thread, and whether t came before its last
             // ticket is not known yet. A try call does not wait for the closer: the ticket is
-            // refused (state_refused), which its consumer skips as a hole if t came before the
+            // refused (turn::refused), which its consumer skips as a hole if t came before the
             // close.
             ASYNC_PERTURB(); // ticket taken while closing, its refusal not yet published
-            turn::publish(s->state, turn_of(t, state_refused));
+            turn::publish(s->state, turn::of(t, turn::refused));
             return claim::closed;
           }
           if (ASYNC_UNLIKELY(state == closed) && ticket_after_close(t)) {
@@ -640,9 +621,9 @@ private:
     for (;;) {
       s = &slot_of(h);
       // (BD2) acquire: pairs with the producer's publish (TW2).
-      seen = s->state.load(std::memory_order_acquire) & ~turn::sleeper_bit;
-      const std::uint64_t full = turn_of(h, state_full);
-      if (seen == full || seen == turn_of(h, state_hole) || seen == turn_of(h, state_refused)) {
+      seen = turn::value(s->state.load(std::memory_order_acquire));
+      const std::uint64_t full = turn::of(h, turn::full);
+      if (seen == full || seen == turn::of(h, turn::hole) || seen == turn::of(h, turn::refused)) {
         ASYNC_PERTURB();
         if (head_.value.compare_exchange_weak(h, h + 1, std::memory_order_relaxed,
                                               std::memory_order_relaxed)) {
@@ -682,13 +663,13 @@ private:
     if (!s.template emplace<noexcept_check>(
             [this, &s, t] {
               unfilled_.fetch_add(1, std::memory_order_relaxed); // before its consumer sees it
-              turn::publish(s.state, turn_of(t, state_hole));
+              turn::publish(s.state, turn::of(t, turn::hole));
             },
             std::forward<Args>(args)...)) {
       return false;
     }
     ASYNC_PERTURB(); // constructed, not yet published
-    turn::publish(s.state, turn_of(t, state_full));
+    turn::publish(s.state, turn::of(t, turn::full));
     return true;
   }
 
@@ -701,7 +682,7 @@ private:
   // The consumer of ticket h passes its slot, whose turn word reads v: a hole (counted in
   // unfilled_) or a refusal (not counted). Out of line: rare.
   ASYNC_NOINLINE void skip_unfilled(slot& s, std::uint64_t h, std::uint64_t v) noexcept {
-    if (v == turn_of(h, state_hole)) {
+    if (v == turn::of(h, turn::hole)) {
       passed_unfilled();
     }
     release_slot(s, h);
@@ -710,7 +691,7 @@ private:
   // The element is gone: the slot belongs to the producer of h + capacity (its (BE1) or its
   // own() acquires this publish).
   void release_slot(slot& s, std::uint64_t h) noexcept {
-    turn::publish(s.state, turn_of(h + capacity_, state_free));
+    turn::publish(s.state, turn::of(h + capacity_, turn::free));
   }
 
   // Moves the element of ticket h out; the slot is released even when the assignment throws.

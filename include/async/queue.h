@@ -15,6 +15,7 @@
 #include "detail/traits.h"
 #include "detail/unbounded/event_count.h"
 #include "detail/unbounded/segment_list.h"
+#include "detail/unbounded/slot_state.h"
 #include "detail/unbounded/tagged_index.h"
 
 #include <algorithm>
@@ -265,7 +266,7 @@ public:
     segments_.for_each_segment([this, head](std::uint32_t i, std::uint64_t s) {
       for (std::uint64_t t = s * segment_size; t < (s + 1) * segment_size; ++t) {
         const slot e = segments_.slot(i, t);
-        if (t >= head && e.state.load(std::memory_order_acquire) == slot_full) {
+        if (t >= head && e.state.load(std::memory_order_acquire) == state::full) {
           e.element.destroy();
         }
       }
@@ -301,7 +302,7 @@ public:
       return false;
     }
     ASYNC_PERTURB(); // constructed, not yet published
-    if (ASYNC_LIKELY(publish(s))) {
+    if (ASYNC_LIKELY(state::publish(s.state))) {
       waiting_.notify();
       return true;
     }
@@ -512,24 +513,11 @@ public:
   }
 
 private:
-  // Slot states. empty -> full (producer) -> consumed by the consumer (the state stays full;
-  // the node is reset before reuse); empty -> skipped (consumer, the producer has not
-  // published) -> the producer moves its element elsewhere; empty -> void (producer: its
-  // constructor threw or its bulk round was cut short) -> the consumer passes.
-  // empty -> writing (a producer whose element was skipped once claims its next slot before it
-  // moves the element in) -> full, or void if the move throws. A consumer never skips a
-  // writing slot: it waits for the move. So an element that is slow to move is skipped at most
-  // once, instead of being moved from ticket to ticket for as long as a consumer polls.
-  // One byte each: a slot costs one byte beside its element.
-  using state = std::uint8_t;
-  static constexpr state slot_empty = 0; // what segment_list resets a slot to
-  static constexpr state slot_full = 1;
-  static constexpr state slot_skipped = 2;
-  static constexpr state slot_void = 3;
-  static constexpr state slot_writing = 4;
+  // A slot's state byte: detail::slot_state owns its values and transitions.
+  using state = detail::slot_state;
 
-  using list = detail::segment_list<T, state, segment_size, level1, level2, level3, index_bits,
-                                    tag_bits, line_size, atom, !spread_tickets>;
+  using list = detail::segment_list<T, state::type, segment_size, level1, level2, level3,
+                                    index_bits, tag_bits, line_size, atom, !spread_tickets>;
   // A slot's state is written by the producer of its ticket (publish, void, claim) and by its
   // consumer (skip).
   using slot = typename list::slot_ref;
@@ -618,7 +606,7 @@ private:
   bool looks_full(word hint, std::uint64_t h) const noexcept {
     const std::uint32_t i = list::link::index(hint);
     return segments_.holds(i, h / segment_size) &&
-           segments_.slot(i, h).state.load(std::memory_order_relaxed) == slot_full;
+           segments_.slot(i, h).state.load(std::memory_order_relaxed) == state::full;
   }
 
   // ---- producers: the slot protocol -----------------------------------------------------------
@@ -630,27 +618,14 @@ private:
                                               std::forward<Args>(args)...);
   }
 
-  // (UP1) seq_cst: publishes the element (pairs with the consumer's (UT1)); seq_cst orders it
-  // before the waiter check of waiting_.notify() (EC2). Fails when the consumer skipped the
-  // slot.
-  static bool publish(const slot& s) noexcept {
-    state expected = slot_empty;
-    return s.state.compare_exchange_strong(expected, slot_full, std::memory_order_seq_cst,
-                                           std::memory_order_acquire);
-  }
-
   // The producer gives up its slot: the consumer passes it (or already did).
   void void_slot(std::uint32_t i, const slot& s) noexcept {
-    state expected = slot_empty;
-    // release: the consumer's acquire sees that nothing is there. On failure the consumer has
-    // already skipped the slot and the producer is the last to leave, or the slot is void
-    // already (a bulk call voiding what is left after a throw): nothing to do.
-    if (s.state.compare_exchange_strong(expected, slot_void, std::memory_order_release,
-                                        std::memory_order_acquire)) {
+    const state::type found = state::give_up(s.state);
+    if (found == state::empty) {
       voided();
-    } else if (expected == slot_skipped) {
-      segments_.finish(i);
-    }
+    } else if (found == state::skipped) {
+      segments_.finish(i); // the consumer has left: the producer is the last to leave
+    } // else void already (a bulk call voiding what is left after a throw): nothing to do
   }
 
   // A slot of this producer's ticket was voided: wake a parked consumer as a publication
@@ -746,7 +721,7 @@ private:
           continue; // NOEXCEPT_CHECK: this element is skipped, its slot is void
         }
         ASYNC_PERTURB(); // constructed, not yet published
-        if (ASYNC_LIKELY(publish(s))) {
+        if (ASYNC_LIKELY(state::publish(s.state))) {
           ++in;
           // Wake a parked consumer now, not when the call returns: the rest of the input may
           // take long to read, or wait on that very consumer.
@@ -830,11 +805,7 @@ private:
   // before the claim. If the move throws, the slot is voided, the element is destroyed, and the
   // exception propagates (without NOEXCEPT_CHECK) or lost is returned.
   carried place_carried(std::uint32_t i, const slot& s, detail::holder<T>& carry) {
-    state expected = slot_empty;
-    // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
-    // published by the claim, the release comes with the element).
-    if (!s.state.compare_exchange_strong(expected, slot_writing, std::memory_order_acquire,
-                                         std::memory_order_acquire)) {
+    if (!state::claim(s.state)) {
       segments_.finish(i); // skipped: its consumer has left, we are the last party
       return carried::skipped;
     }
@@ -842,8 +813,7 @@ private:
     try {
       s.element.relocate_from(carry.get());
     } catch (...) {
-      // release: the consumer waiting on the claim sees that nothing is there.
-      s.state.store(slot_void, std::memory_order_release);
+      state::void_claimed(s.state);
       voided();
       carry.reset();
       if (noexcept_check) {
@@ -852,8 +822,7 @@ private:
       throw;
     }
     carry.reset();
-    // (UP2) seq_cst: publishes the element, as (UP1); only this producer writes a claimed slot.
-    s.state.store(slot_full, std::memory_order_seq_cst);
+    state::publish_claimed(s.state);
     return carried::placed;
   }
 
@@ -943,46 +912,13 @@ private:
   // Waits briefly for the producer of `mine`; true when the slot holds an element. Otherwise
   // the slot is left for good: skipped (its producer will move the element elsewhere) or void.
   bool await_slot(std::uint32_t i, const slot& s, std::uint64_t mine) noexcept {
-    // (UT1) seq_cst (acquire for the element): pairs with (UP1).
-    state now = s.state.load(std::memory_order_seq_cst);
-    if (ASYNC_UNLIKELY(now == slot_empty)) {
-      // Wait only while the ticket has a producer (who is constructing right now).
-      for (unsigned spins = 0; spins < spin_budget; ++spins) {
-        if ((spins & 31) == 0 && effective_tail() <= mine) {
-          break;
-        }
-        detail::cpu_pause();
-        now = s.state.load(std::memory_order_seq_cst);
-        if (now != slot_empty) {
-          break;
-        }
-      }
-      if (now == slot_empty) {
-        ASYNC_PERTURB(); // about to skip
-        // seq_cst (acq_rel would do for the slot): on success the producer's failing publish
-        // sees the skip; on failure we read what the producer published (pairs with (UP1) or
-        // void_slot).
-        if (s.state.compare_exchange_strong(now, slot_skipped, std::memory_order_seq_cst,
-                                            std::memory_order_seq_cst)) {
-          return false; // the producer (if one ever comes) is the last to leave
-        }
-      }
-    }
-    // A producer claimed the slot for an element it is moving in: wait for the move (pause,
-    // then yield; it cannot park: nobody wakes a claimed slot's waiter).
-    if (ASYNC_UNLIKELY(now == slot_writing)) {
-      detail::spin_then_yield active(spin_budget);
-      do {
-        active.wait();
-        // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
-        now = s.state.load(std::memory_order_seq_cst);
-      } while (now == slot_writing);
-    }
-    if (now == slot_void) {
+    // Wait only while the ticket has a producer (who is constructing right now).
+    const state::type now =
+        state::await(s.state, spin_budget, [this, mine] { return effective_tail() <= mine; });
+    if (now == state::voided) {
       pass_void(i);
-      return false;
     }
-    return true;
+    return now == state::full;
   }
 
   // ---- waiting --------------------------------------------------------------------------------

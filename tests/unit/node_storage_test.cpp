@@ -251,7 +251,7 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(side_words::value.groups == 37);
   using side_forties =
       async::detail::slot_group_shape<forty_bytes, std::uint8_t, 64, 128, 256, std::atomic, true>;
-  CHECK(side_forties::value.stride == 1); // not spread: 48 bytes between neighbours
+  CHECK(side_forties::value.per_line == 1); // not spread: 48 bytes between neighbours
   CHECK(side_forties::value.groups == 256);
 
   // The shapes themselves (also read by reference: C++14 needs the definition of `value`).
@@ -261,18 +261,18 @@ TEST_CASE("segment_list: slots do not overlap, are aligned and spread over lines
   CHECK(words::value.whole_lines);
   CHECK(words::value.alignment == 64);
   CHECK(words::value.group_bytes == 64);
-  CHECK(words::value.stride == 1);
+  CHECK(words::value.per_line == 1);
   CHECK(words::value.groups == 37);
-  CHECK(words::value.rows == 37);
+  CHECK(words::value.spread == 37);
   CHECK(words::natural_alignment() == alignof(std::uint64_t));
   using forties =
       async::detail::slot_group_shape<forty_bytes, std::uint8_t, 64, 128, 256, std::atomic>;
   CHECK(forties::value.count == 1);
   CHECK_FALSE(forties::value.whole_lines);
   CHECK(forties::value.group_bytes == 48);
-  CHECK(forties::value.stride == 2); // 96 bytes between neighbours
+  CHECK(forties::value.per_line == 2); // 96 bytes between neighbours
   CHECK(forties::value.groups == 256);
-  CHECK(forties::value.rows == 128);
+  CHECK(forties::value.spread == 128);
   CHECK(forties::at(0) == 0);
   CHECK(forties::at(1) == 2);
   CHECK(forties::at(128) == 1);

@@ -4,15 +4,12 @@
 // taken one after the other fall on different cache lines, and yet a short run of tickets
 // stays within a few lines.
 //
-// The ring is cut into blocks of `spread` lines of `per_line` slots each. Inside a block the
-// logical index k lives on line k % spread, at position k / spread on that line:
-//
-//   per_line = 4, spread = 4:   line 0: 0 4 8 12   line 1: 1 5 9 13   line 2: 2 6 10 14  ...
-//
-// so `spread` threads holding neighbouring tickets write `spread` different lines, and a line
-// is used again `spread` tickets later, while the core that used it last most likely still
-// holds it. A ring whose length is not a multiple of the block transposes its last, partial
-// block over `spread` lines as well (padded: a few unused slots).
+// The ring is cut into blocks of `spread` lines of `per_line` slots each, and each block is
+// spread as detail/spread.h says: inside a block the logical index k lives on line k % spread,
+// at position k / spread on that line, so `spread` threads holding neighbouring tickets write
+// `spread` different lines, and a line is used again `spread` tickets later, while the core that
+// used it last most likely still holds it. A ring whose length is not a multiple of the block
+// transposes its last, partial block over `spread` lines as well (padded: a few unused slots).
 //
 // Why blocks: the first layout transposed the whole ring (index k on line k % lines), which
 // spreads neighbours just as well but comes back to a line only after capacity / per_line
@@ -24,6 +21,8 @@
 #define ASYNC_DETAIL_BOUNDED_RING_LAYOUT_H
 
 #include "../config.h"
+
+#include "../spread.h"
 
 #include <cstddef>
 
@@ -75,11 +74,10 @@ public:
   /// The physical slot of logical index k (k < capacity).
   std::size_t physical(std::size_t k) const noexcept {
     if (ASYNC_LIKELY(k < blocked_)) {
-      return (k & ~(block_ - 1)) | ((k & (spread_ - 1)) << line_shift_) |
-             ((k >> spread_shift_) & (per_line_ - 1));
+      return (k & ~(block_ - 1)) | spread_index_pow2(k & (block_ - 1), spread_shift_, line_shift_);
     }
     const std::size_t j = k - blocked_;
-    return blocked_ + (j % rest_lines_) * per_line_ + j / rest_lines_;
+    return blocked_ + spread_index(j, rest_lines_, per_line_);
   }
 
   /// The line (counted from the ring's start, in lines of per_line slots) of physical slot p.

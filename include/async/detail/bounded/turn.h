@@ -1,17 +1,30 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// The turn-and-sleeper protocol of the bounded queue's slots, on one 64-bit word per slot:
+// The bounded queue's slot word, whole: what its bits mean and how it is handed on. One 64-bit
+// word per slot:
+//
+//   bit 63 ............................ 3   bits 2-1   bit 0
+//   the ticket t that the word is for       its state  the sleeper bit
+//
+//   8t + free     the producer holding ticket t may construct its element
+//   8t + full     the element of t is published: its consumer may take it
+//   8t + hole     the producer of t failed to construct: its consumer skips the slot
+//   8t + refused  the producer of t refused the ticket while close() ran: skipped as a hole
+//                 (the queue does not count it as a hole: t may lie past the close's last
+//                 ticket)
+//
+// The consumer of t hands the slot on by storing 8(t + capacity) + free. Values are computed
+// modulo 2^64, so the encoding wraps with the 64-bit tickets; turns of one slot compare by
+// their signed distance. The sleeper bit is set by a thread that parks on the word:
 //
 //   owner:   own(word, mine)             is it my turn now? (fast path, no waiting)
 //            await(word, ready, ...)     spin, yield, then park until ready(word) holds
 //   hander:  publish(word, next)         hand the word on to the next turn; wakes sleepers
 //   closer:  wake(word)                  clears the sleeper bit and wakes sleepers (close())
 //
-// The word's value is the queue's business (turns are 8 * ticket + state), except for its
-// lowest bit, the sleeper bit: a waiter sets it with a CAS before it parks. Every change of the
-// word is an exchange (publish) or a CAS (wake), so whoever changes the word sees the bit in
-// the same atomic step, and makes the wake-up syscall only then: a hand-over that nobody waits
-// for costs no syscall.
+// Every change of the word is an exchange (publish) or a CAS (wake, a waiter setting its
+// bit), so whoever changes the word sees the bit in the same atomic step, and makes the
+// wake-up syscall only then: a hand-over that nobody waits for costs no syscall.
 #ifndef ASYNC_DETAIL_BOUNDED_TURN_H
 #define ASYNC_DETAIL_BOUNDED_TURN_H
 
@@ -31,6 +44,36 @@ namespace detail {
 struct turn {
   /// Set in the word by a thread that parks on it.
   static constexpr std::uint64_t sleeper_bit = 1;
+
+  /// The states of a turn (bits 1 and 2; see the top of this file).
+  static constexpr std::uint64_t free = 0;
+  static constexpr std::uint64_t full = 2;
+  static constexpr std::uint64_t hole = 4;
+  static constexpr std::uint64_t refused = 6;
+  static constexpr std::uint64_t state_bits = 6;
+
+  /// The word of ticket t in `state`.
+  static constexpr std::uint64_t of(std::uint64_t ticket, std::uint64_t state) noexcept {
+    return ticket * 8 + state;
+  }
+
+  /// The word without its sleeper bit.
+  static constexpr std::uint64_t value(std::uint64_t word) noexcept { return word & ~sleeper_bit; }
+
+  /// The state part of a word.
+  static constexpr std::uint64_t state(std::uint64_t word) noexcept { return word & state_bits; }
+
+  /// Whether the word (sleeper bit ignored) is a turn before `wanted`: the slot has not got
+  /// there yet.
+  static constexpr bool before(std::uint64_t word, std::uint64_t wanted) noexcept {
+    return static_cast<std::int64_t>(value(word) - wanted) < 0;
+  }
+
+  /// Whether the consumer of ticket t may go on at this word: the turn of t is full, a hole or
+  /// refused (other turns lie below, or 8 or more above; the sleeper bit is ignored).
+  static constexpr bool settled(std::uint64_t word, std::uint64_t ticket) noexcept {
+    return value(word) - of(ticket, full) <= refused - full;
+  }
 
   enum class waited { ready, interrupted, timed_out };
 

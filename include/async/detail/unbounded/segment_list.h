@@ -35,6 +35,7 @@
 #include "../cache.h"
 #include "../element.h"
 #include "../perturb.h"
+#include "../spread.h"
 #include "node_pool.h"
 #include "tagged_index.h"
 
@@ -53,11 +54,11 @@ struct slot_group_layout {
   bool whole_lines;        ///< each group is one GroupLine-aligned line
   std::size_t alignment;   ///< of a group
   std::size_t group_bytes; ///< the size of a group
-  /// Consecutive groups' distance, in groups, for consecutive tickets: 1 for whole lines,
-  /// otherwise as many groups as fit in Spread bytes (a power of two).
-  std::size_t stride;
-  std::size_t groups; ///< per segment: enough for Segment slots, a multiple of `stride`
-  std::size_t rows;   ///< groups / stride
+  /// Groups per line of the spread (detail/spread.h): 1 for whole lines or side by side,
+  /// otherwise as many groups as fit in Granule bytes (a power of two).
+  std::size_t per_line;
+  std::size_t groups; ///< per segment: enough for Segment slots, a multiple of `per_line`
+  std::size_t spread; ///< lines the segment's groups spread over: groups / per_line
 };
 
 /// How the slots of a segment are grouped: `count` slots per group, the group's states (one
@@ -66,10 +67,10 @@ struct slot_group_layout {
 /// most an eighth of it are aligned to GroupLine: each is one line. Other groups follow one
 /// another unpadded (a group of one slot is the element with its state, padded to alignof(T)),
 /// and lines may then hold parts of several groups; so that consecutive tickets do not share a
-/// line, ticket k's group is spread like the slots of a ring (at(): `stride` groups apart, as
-/// many as fit in Spread bytes, the padding granule). With SideBySide, tickets are not spread:
-/// ticket k is slot k % count of group k / count, and `stride` is 1.
-template <typename T, typename State, std::size_t GroupLine, std::size_t Spread,
+/// line, the groups of consecutive tickets are spread over lines (at(), detail/spread.h: as
+/// many groups to a line as fit in Granule bytes, the padding granule). With SideBySide,
+/// tickets are not spread: ticket k is slot k % count of group k / count, and `per_line` is 1.
+template <typename T, typename State, std::size_t GroupLine, std::size_t Granule,
           std::size_t Segment, template <typename> class Atom, bool SideBySide = false>
 struct slot_group_shape {
   static constexpr std::size_t round_up(std::size_t x, std::size_t to) noexcept {
@@ -102,18 +103,18 @@ struct slot_group_shape {
     l.whole_lines = l.count >= 2 && b <= GroupLine && (GroupLine - b) * 8 <= GroupLine;
     l.alignment = l.whole_lines ? GroupLine : natural_alignment();
     l.group_bytes = l.whole_lines ? GroupLine : b;
-    l.stride = SideBySide || l.whole_lines || l.group_bytes >= Spread
-                   ? 1
-                   : floor_pow2(Spread / l.group_bytes);
-    l.groups = round_up((Segment + l.count - 1) / l.count, l.stride);
-    l.rows = l.groups / l.stride;
+    l.per_line = SideBySide || l.whole_lines || l.group_bytes >= Granule
+                     ? 1
+                     : floor_pow2(Granule / l.group_bytes);
+    l.groups = round_up((Segment + l.count - 1) / l.count, l.per_line);
+    l.spread = l.groups / l.per_line;
     return l;
   }
   static constexpr slot_group_layout value = make();
-  /// Where the g-th group of a segment's tickets (g < groups) lies: row g % rows, position
-  /// g / rows within it, so that groups g and g + 1 are `stride` groups apart.
+  /// Where the g-th group of a segment's tickets (g < groups) lies: line g % spread, position
+  /// g / spread on it, so that groups g and g + 1 are `per_line` groups apart.
   static constexpr std::size_t at(std::size_t g) noexcept {
-    return (g % value.rows) * value.stride + g / value.rows;
+    return spread_index(g, value.spread, value.per_line);
   }
 };
 

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// The unbounded queue's slot state, whole: the values of the one-byte word beside each element,
+// every transition between them, and the memory order of each. Ticket t has one producer and
+// one consumer; each transition is made by one of them:
+//
+//   empty -> full      the producer publishes its element (publish). The state stays full once
+//                      the consumer has taken it; the node is reset to empty before reuse.
+//   empty -> skipped   the consumer waited its spin and the element was not there (await): the
+//                      producer, when it comes, finds the slot skipped and moves its element
+//                      to a later ticket.
+//   empty -> void      the producer gives the slot up: its constructor threw, or its bulk round
+//                      was cut short (give_up). The consumer passes it.
+//   empty -> writing   a producer whose element was skipped once claims its next slot before it
+//   writing -> full    moves the element in (claim), then publishes it (publish_claimed), or
+//   writing -> void    voids the slot if the move throws (void_claimed). A consumer never skips
+//                      a writing slot: it waits for the move. So an element that is slow to
+//                      move is skipped at most once, instead of being moved from ticket to
+//                      ticket for as long as a consumer polls.
+//
+// One byte: a slot costs one byte beside its element.
+#ifndef ASYNC_DETAIL_UNBOUNDED_SLOT_STATE_H
+#define ASYNC_DETAIL_UNBOUNDED_SLOT_STATE_H
+
+#include "../config.h"
+
+#include "../backoff.h"
+#include "../perturb.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace async {
+namespace detail {
+
+struct slot_state {
+  using type = std::uint8_t;
+  static constexpr type empty = 0; // what segment_list resets a slot to
+  static constexpr type full = 1;
+  static constexpr type skipped = 2;
+  static constexpr type voided = 3;
+  static constexpr type writing = 4;
+
+  /// Producer: publishes the element. False when the consumer skipped the slot first.
+  template <typename Word>
+  static bool publish(Word& word) noexcept {
+    type expected = empty;
+    // (UP1) seq_cst: publishes the element (pairs with the consumer's (UT1)); seq_cst orders it
+    // before the waiter check of the queue's event count (EC2).
+    return word.compare_exchange_strong(expected, full, std::memory_order_seq_cst,
+                                        std::memory_order_acquire);
+  }
+
+  /// Producer: gives the slot up (empty -> void). Returns empty when it did so; otherwise what
+  /// it found: skipped (the consumer has left, and the producer is the last to leave) or void
+  /// (already given up: a bulk call voiding what is left after a throw).
+  template <typename Word>
+  static type give_up(Word& word) noexcept {
+    type expected = empty;
+    // release: the consumer's acquire sees that nothing is there.
+    if (word.compare_exchange_strong(expected, voided, std::memory_order_release,
+                                     std::memory_order_acquire)) {
+      return empty;
+    }
+    return expected;
+  }
+
+  /// Producer of a carried element: claims the slot (empty -> writing) before moving the
+  /// element in. False when the consumer skipped it first: the slot is then left to the
+  /// producer, the last party, and nothing was moved.
+  template <typename Word>
+  static bool claim(Word& word) noexcept {
+    type expected = empty;
+    // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
+    // published by the claim, the release comes with the element).
+    return word.compare_exchange_strong(expected, writing, std::memory_order_acquire,
+                                        std::memory_order_acquire);
+  }
+
+  /// Producer of a claimed slot: publishes the element moved in.
+  template <typename Word>
+  static void publish_claimed(Word& word) noexcept {
+    // (UP2) seq_cst: publishes the element, as (UP1); only this producer writes a claimed slot.
+    word.store(full, std::memory_order_seq_cst);
+  }
+
+  /// Producer of a claimed slot: the move threw, nothing is there.
+  template <typename Word>
+  static void void_claimed(Word& word) noexcept {
+    // release: the consumer waiting on the claim sees that nothing is there.
+    word.store(voided, std::memory_order_release);
+  }
+
+  /// Consumer: waits briefly for the slot's element. Returns full (the element is there),
+  /// skipped (this call skipped the slot for good: its producer will move the element
+  /// elsewhere) or voided (nothing came: pass the slot). While the slot is empty it spins up to
+  /// `spins` pause rounds, asking no_producer() every 32 rounds whether the ticket can still
+  /// get a producer (false ends the wait at once); a writing slot is waited for to the end.
+  template <typename Word, typename NoProducer>
+  static type await(Word& word, unsigned spins, NoProducer no_producer) noexcept {
+    // (UT1) seq_cst (acquire for the element): pairs with (UP1).
+    type now = word.load(std::memory_order_seq_cst);
+    if (ASYNC_UNLIKELY(now == empty)) {
+      for (unsigned k = 0; k < spins; ++k) {
+        if ((k & 31) == 0 && no_producer()) {
+          break;
+        }
+        cpu_pause();
+        now = word.load(std::memory_order_seq_cst);
+        if (now != empty) {
+          break;
+        }
+      }
+      if (now == empty) {
+        ASYNC_PERTURB(); // about to skip
+        // seq_cst (acq_rel would do for the slot): on success the producer's failing publish
+        // sees the skip; on failure we read what the producer published (pairs with (UP1) or
+        // give_up).
+        if (word.compare_exchange_strong(now, skipped, std::memory_order_seq_cst,
+                                         std::memory_order_seq_cst)) {
+          return skipped; // the producer (if one ever comes) is the last to leave
+        }
+      }
+    }
+    // A producer claimed the slot for an element it is moving in: wait for the move (pause,
+    // then yield; it cannot park: nobody wakes a claimed slot's waiter).
+    if (ASYNC_UNLIKELY(now == writing)) {
+      spin_then_yield active(spins);
+      do {
+        active.wait();
+        // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
+        now = word.load(std::memory_order_seq_cst);
+      } while (now == writing);
+    }
+    return now;
+  }
+};
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_UNBOUNDED_SLOT_STATE_H
