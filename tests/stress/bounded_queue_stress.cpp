@@ -4,6 +4,7 @@
 #include <async/bounded_queue.h>
 
 #include "stress.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -22,9 +23,7 @@ using async_test::stress_shape;
 
 namespace {
 
-struct no_spin_traits : async::bounded_traits {
-  static constexpr unsigned SPIN_BUDGET = 0;
-};
+using no_spin_traits = async_test::no_spin<async::bounded_traits>;
 
 enum class style { blocking, try_calls, mixed };
 
