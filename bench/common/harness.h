@@ -1442,11 +1442,11 @@ private:
     return wrap(text);
   }
 
-  /// The per-case table of every implementation (--async_full).
-  void print_table() const {
-    if (order_.empty()) {
-      return;
-    }
+  /// A table with a row per case and a column per implementation: `cell(g, i)` is the text of
+  /// case g and implementation i, "-" where there is none. With `skip_empty`, a case whose cells
+  /// are all "-" is left out.
+  template <typename Cell>
+  std::string case_table(Cell cell, bool skip_empty) const {
     std::vector<std::string> head = {"case"};
     std::vector<bool> right = {false};
     for (const auto& i : impls_) {
@@ -1455,16 +1455,32 @@ private:
     }
     std::vector<std::vector<std::string>> rows;
     for (const auto& g : order_) {
-      const row_type& row = rows_.at(g);
       std::vector<std::string> r = {g};
+      bool any = false;
       for (const auto& i : impls_) {
-        const auto it = row.find(i);
-        r.push_back(it == row.end() ? "-" : value_text(it->second));
+        r.push_back(cell(g, i));
+        any = any || r.back() != "-";
       }
-      rows.push_back(r);
+      if (any || !skip_empty) {
+        rows.push_back(r);
+      }
     }
-    std::printf("\nEvery case, %s:\n\n%s", what_is_measured().c_str(),
-                markdown_table(head, rows, right).c_str());
+    return markdown_table(head, rows, right);
+  }
+
+  /// The per-case table of every implementation (--async_full).
+  void print_table() const {
+    if (order_.empty()) {
+      return;
+    }
+    const std::string table = case_table(
+        [this](const std::string& g, const std::string& i) {
+          const row_type& row = rows_.at(g);
+          const auto it = row.find(i);
+          return it == row.end() ? std::string("-") : value_text(it->second);
+        },
+        false);
+    std::printf("\nEvery case, %s:\n\n%s", what_is_measured().c_str(), table.c_str());
     std::fflush(stdout);
   }
 
@@ -1476,39 +1492,25 @@ private:
     if (tallies.empty()) {
       return;
     }
-    std::vector<std::string> head = {"case"};
-    std::vector<bool> right = {false};
-    for (const auto& i : impls_) {
-      head.push_back(i);
-      right.push_back(true);
-    }
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& g : order_) {
-      const auto& names = names_.at(g);
-      std::vector<std::string> r = {g};
-      bool any = false;
-      for (const auto& i : impls_) {
-        const auto n = names.find(i);
-        const auto t = n == names.end() ? tallies.end() : tallies.find(n->second);
-        if (t == tallies.end() || t->second.checked == 0) {
-          r.push_back("-");
-          continue;
-        }
-        any = true;
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%llu (%.2g%%)",
-                      static_cast<unsigned long long>(t->second.violations),
-                      100.0 * static_cast<double>(t->second.violations) /
-                          static_cast<double>(t->second.checked));
-        r.push_back(t->second.violations == 0 ? "0" : buf);
-      }
-      if (any) {
-        rows.push_back(r);
-      }
-    }
+    const std::string table = case_table(
+        [this, &tallies](const std::string& g, const std::string& i) {
+          const auto& names = names_.at(g);
+          const auto n = names.find(i);
+          const auto t = n == names.end() ? tallies.end() : tallies.find(n->second);
+          if (t == tallies.end() || t->second.checked == 0) {
+            return std::string("-");
+          }
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%llu (%.2g%%)",
+                        static_cast<unsigned long long>(t->second.violations),
+                        100.0 * static_cast<double>(t->second.violations) /
+                            static_cast<double>(t->second.checked));
+          return t->second.violations == 0 ? std::string("0") : std::string(buf);
+        },
+        true);
     std::printf("\nPer-producer FIFO violations (a value received after a newer value of its "
                 "producer, by the same consumer), of the values checked:\n\n%s",
-                markdown_table(head, rows, right).c_str());
+                table.c_str());
     std::fflush(stdout);
   }
 

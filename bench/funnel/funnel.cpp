@@ -28,15 +28,12 @@ int main(int argc, char** argv) {
   using namespace async_bench;
   const binary_info info{"13 producers into one consumer, the capacity swept", "items", true};
   return run_main(argc, argv, info, [] {
-    with_element_type([](auto element) {
-      using T = typename decltype(element)::type;
-      const std::vector<std::size_t> caps = {1, 16, 128, 1024, 8192};
-      for_each_competitor(queue_competitors<T>(), [&](auto competitor) {
-        using queue = typename decltype(competitor)::type;
-        if constexpr (!queue::spsc) {
-          register_funnel<queue>(queue::bounded ? caps : std::vector<std::size_t>{0});
-        }
-      });
+    const std::vector<std::size_t> caps = {1, 16, 128, 1024, 8192};
+    for_each_queue([&](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (!queue::spsc) {
+        register_funnel<queue>(queue::bounded ? caps : std::vector<std::size_t>{0});
+      }
     });
   });
 }

@@ -8,14 +8,11 @@ int main(int argc, char** argv) {
   const binary_info info{"one element bouncing between two threads: round trips per second",
                          "round trips", true};
   return run_main(argc, argv, info, [] {
-    with_element_type([](auto element) {
-      using T = typename decltype(element)::type;
-      for_each_competitor(queue_competitors<T>(), [](auto competitor) {
-        using queue = typename decltype(competitor)::type;
-        if constexpr (queue::ours || queue::bounded) {
-          register_ping_pong<queue>(queue::bounded ? 1024 : 0);
-        }
-      });
+    for_each_queue([](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (queue::ours || queue::bounded) {
+        register_ping_pong<queue>(queue::bounded ? 1024 : 0);
+      }
     });
   });
 }

@@ -9,15 +9,12 @@ int main(int argc, char** argv) {
   const binary_info info{"bounded queues, P producers and C consumers, capacities 1024 and 65536",
                          "items", true};
   return run_main(argc, argv, info, [] {
-    with_element_type([](auto element) {
-      using T = typename decltype(element)::type;
-      const std::vector<std::size_t> caps = {1024, 65536};
-      for_each_competitor(queue_competitors<T>(), [&](auto competitor) {
-        using queue = typename decltype(competitor)::type;
-        if constexpr (queue::bounded || !queue::ours) {
-          register_throughput<queue>(caps);
-        }
-      });
+    const std::vector<std::size_t> caps = {1024, 65536};
+    for_each_queue([&](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if constexpr (queue::bounded || !queue::ours) {
+        register_throughput<queue>(caps);
+      }
     });
   });
 }

@@ -5,7 +5,7 @@
 #ifndef ASYNC_BENCH_SELFTEST_DEQUE_ADAPTERS_H
 #define ASYNC_BENCH_SELFTEST_DEQUE_ADAPTERS_H
 
-#include "harness.h"
+#include "adapters/retrying.h"
 
 #include <deque>
 #include <mutex>
@@ -44,7 +44,8 @@ inline bool damage(std::string& s, std::size_t pushed) {
 }
 
 template <bool swaps, typename T = std::uint64_t, bool damages = false, bool is_ours = false>
-struct deque_adapter : owning_adapter<locked_deque<swaps, T>, T> {
+struct deque_adapter
+    : retrying_adapter<deque_adapter<swaps, T, damages, is_ours>, locked_deque<swaps, T>, T> {
   static constexpr bool ours = is_ours; // ours: a FIFO violation fails the case
   using queue = locked_deque<swaps, T>;
   static const char* name() {
@@ -73,11 +74,6 @@ struct deque_adapter : owning_adapter<locked_deque<swaps, T>, T> {
       q.items.pop_front();
     }
     return true;
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
   }
 };
 

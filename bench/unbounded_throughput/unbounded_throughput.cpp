@@ -9,20 +9,17 @@ int main(int argc, char** argv) {
   const binary_info info{"unbounded queues, P producers and C consumers, single and bulk calls",
                          "items", true};
   return run_main(argc, argv, info, [] {
-    with_element_type([](auto element) {
-      using T = typename decltype(element)::type;
-      for_each_competitor(queue_competitors<T>(), [](auto competitor) {
-        using queue = typename decltype(competitor)::type;
-        if (!queue::bounded && (queue::primary || !queue::blocking)) {
-          register_throughput<queue>({0});
-        }
-      });
-      for_each_competitor(queue_competitors<T>(), [](auto competitor) {
-        using queue = typename decltype(competitor)::type;
-        if (!queue::bounded && queue::bulk) {
-          register_bulk<queue>(16);
-        }
-      });
+    for_each_queue([](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if (!queue::bounded && (queue::primary || !queue::blocking)) {
+        register_throughput<queue>({0});
+      }
+    });
+    for_each_queue([](auto competitor) {
+      using queue = typename decltype(competitor)::type;
+      if (!queue::bounded && queue::bulk) {
+        register_bulk<queue>(16);
+      }
     });
   });
 }

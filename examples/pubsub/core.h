@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -134,6 +135,45 @@ inline void close_socket(tcp::socket& socket, bool abort) noexcept {
     socket.shutdown(tcp::socket::shutdown_both, ignored);
   }
   socket.close(ignored);
+}
+
+// ---- what every session does ------------------------------------------------------------------
+
+// Why a session ended after an exception, or "" when there is no memory to say it.
+inline std::string failure_reason(const char* what) noexcept {
+  std::string why;
+  try {
+    why = std::string("failed (") + what + "); connection closed";
+  } catch (...) {
+    why.clear();
+  }
+  return why;
+}
+
+// Runs `f` for a session; an exception from it (std::bad_alloc, say) ends the session through
+// `end(why)`.
+template <typename F, typename End>
+void run_guarded(F&& f, End&& end) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    end(failure_reason(e.what()));
+  } catch (...) {
+    end(failure_reason("an exception"));
+  }
+}
+
+// Logs the end of session `id` of `kind` ("publisher 3: <why>") when it has a reason and there
+// is memory to say it.
+inline void log_end(core& c, const char* kind, unsigned id, const std::string& why) noexcept {
+  if (why.empty()) {
+    return;
+  }
+  try {
+    c.log(std::string(kind) + " " + std::to_string(id) + ": " + why);
+  } catch (...) {
+    // no memory for the line: the session ends unlogged
+  }
 }
 
 } // namespace detail

@@ -54,25 +54,7 @@ public:
 private:
   template <typename F>
   void guarded(F&& f) noexcept {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      failed(e.what());
-    } catch (...) {
-      failed("an exception");
-    }
-  }
-
-  // Ends the session after an exception (std::bad_alloc, say); the reason is logged when there
-  // is memory to say it.
-  void failed(const char* what) noexcept {
-    std::string why;
-    try {
-      why = std::string("failed (") + what + "); connection closed";
-    } catch (...) {
-      why.clear();
-    }
-    end(why);
+    run_guarded(std::forward<F>(f), [this](const std::string& why) { end(why); });
   }
 
   void read_more() {
@@ -144,13 +126,7 @@ private:
     }
     closed_ = true;
     core_.sessions.fetch_sub(1);
-    if (!why.empty()) {
-      try {
-        core_.log("publisher " + std::to_string(id_) + ": " + why);
-      } catch (...) {
-        // no memory for the line: the session ends unlogged
-      }
-    }
+    log_end(core_, "publisher", id_, why);
     close_socket(socket_, false);
   }
 

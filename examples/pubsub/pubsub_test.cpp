@@ -254,6 +254,14 @@ broker_options options_for(const config& c, log_sink& log) {
   return o;
 }
 
+// One channel, frames up to 2 KiB: the scenarios that push tens of MiB of 1 KiB frames at it.
+broker_options one_channel_options(const config& c, log_sink& log) {
+  broker_options o = options_for(c, log);
+  o.channels = 1;
+  o.max_frame = 2048;
+  return o;
+}
+
 // ---- scenarios ---------------------------------------------------------------------------------
 
 void traffic(const config& cfg) {
@@ -385,9 +393,7 @@ void flood_scenario(const config& cfg) {
   const std::string name = name_of(cfg) + " (flood)";
   constexpr std::uint32_t frames = 20000; // 20 MiB
   log_sink log;
-  broker_options o = options_for(cfg, log);
-  o.channels = 1;
-  o.max_frame = 2048;
+  broker_options o = one_channel_options(cfg, log);
   broker b(o);
   net::io_context io;
   subscriber_client fast(io, b.subscriber_port());
@@ -421,9 +427,7 @@ void stall(const config& cfg) {
   const std::string name = name_of(cfg) + " (stall)";
   constexpr std::uint32_t frames = 32768; // 32 MiB
   log_sink log;
-  broker_options o = options_for(cfg, log);
-  o.channels = 1;
-  o.max_frame = 2048;
+  broker_options o = one_channel_options(cfg, log);
   o.stall_timeout = std::chrono::milliseconds(1000);
   broker b(o);
   net::io_context io;

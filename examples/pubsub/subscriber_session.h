@@ -130,28 +130,8 @@ public:
 private:
   template <typename F>
   void guarded(F&& f) noexcept {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      failed(e.what());
-    } catch (...) {
-      failed("an exception");
-    }
+    run_guarded(std::forward<F>(f), [this](const std::string& why) { end(why); });
   }
-
-  // Ends the session after an exception (std::bad_alloc, say); the reason is logged when there
-  // is memory to say it.
-  void failed(const char* what) noexcept {
-    std::string why;
-    try {
-      why = std::string("failed (") + what + "); connection closed";
-    } catch (...) {
-      why.clear();
-    }
-    end(why);
-  }
-
-  std::string who() const { return "subscriber " + std::to_string(id_) + ": "; }
 
   // ---- the subscription
 
@@ -333,13 +313,7 @@ private:
     }
     closed_ = true;
     core_.sessions.fetch_sub(1);
-    if (!why.empty()) {
-      try {
-        core_.log(who() + why);
-      } catch (...) {
-        // no memory for the line: the session ends unlogged
-      }
-    }
+    log_end(core_, "subscriber", id_, why);
     dead_.store(true, std::memory_order_release);
     writing_.store(false, std::memory_order_release);
     close_socket(socket_, false);

@@ -16,6 +16,7 @@
 
 #include "det_schedule.h"
 #include "test_support.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -180,19 +181,20 @@ struct life {
   int value;
 };
 
-// Two-slot segments, four nodes per leaf, and consumers that skip a slot at once when its
-// producer has not published (SPIN_BUDGET 0): the skip, relocate and recycling paths run all
-// the time.
+// `Base` with every atomic a scheduling step, and waiters that do not spin: a consumer skips a
+// slot at once when its producer has not published, a waiter parks at once.
+template <typename Base>
+using det_traits = async_test::no_spin<async_test::with_atomic<Base, async_test::det::atomic>>;
+
+// Two-slot segments and four nodes per leaf: the skip, relocate and recycling paths run all the
+// time.
 template <bool NoexceptCheck>
-struct det_queue_traits : async::traits {
-  template <typename V>
-  using atomic = async_test::det::atomic<V>;
+struct det_queue_traits : det_traits<async::traits> {
   static constexpr bool NOEXCEPT_CHECK = NoexceptCheck;
   static constexpr std::size_t SEGMENT_SIZE = 2;
   static constexpr std::size_t NODE_LEVEL1 = 8;
   static constexpr std::size_t NODE_LEVEL2 = 8;
   static constexpr std::size_t NODE_LEVEL3 = 4;
-  static constexpr unsigned SPIN_BUDGET = 0;
 };
 
 // What the consumers received, each value once: (producer << 16) | sequence number.
@@ -570,15 +572,7 @@ namespace {
 // their producers, so segment 3 has no node, and its consumer waits for one. Once the queue is
 // closed no producer comes for those tickets: the consumer must give its ticket up and return
 // (it waited forever before 2026-11-27), and every element still arrives once, in order.
-struct det_two_node_traits : async::traits {
-  template <typename V>
-  using atomic = async_test::det::atomic<V>;
-  static constexpr std::size_t SEGMENT_SIZE = 2;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
-  static constexpr unsigned SPIN_BUDGET = 0;
-};
+using det_two_node_traits = det_traits<async_test::few_nodes<2, 2>>;
 
 std::string close_past_the_storage(det::plan& plan, bool prefilled) {
   async::queue<int, det_two_node_traits> q;
@@ -657,11 +651,7 @@ TEST_CASE("det: a consumer that raced past the storage's end returns once the qu
 namespace {
 
 // Waiters park at once (no spinning), so every wait goes through the sleeper bit.
-struct det_bounded_traits : async::bounded_traits {
-  template <typename V>
-  using atomic = async_test::det::atomic<V>;
-  static constexpr unsigned SPIN_BUDGET = 0;
-};
+using det_bounded_traits = det_traits<async::bounded_traits>;
 
 // Two consumers wait on an empty queue (on the same slot) while a third thread closes it: both
 // must return false. A waiter's sleeper bit can go in after close() cleared the other's (an

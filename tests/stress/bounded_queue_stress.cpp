@@ -4,6 +4,7 @@
 #include <async/bounded_queue.h>
 
 #include "stress.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -22,9 +24,7 @@ using async_test::stress_shape;
 
 namespace {
 
-struct no_spin_traits : async::bounded_traits {
-  static constexpr unsigned SPIN_BUDGET = 0;
-};
+using no_spin_traits = async_test::no_spin<async::bounded_traits>;
 
 enum class style { blocking, try_calls, mixed };
 
@@ -80,46 +80,35 @@ stress_shape sized(stress_shape s, std::size_t total) {
   return s;
 }
 
+// `run` with calls of style `how` and `total` elements (scaled) on a fresh queue of each
+// capacity in `caps`, for every shape.
+template <typename Traits>
+void run_every_shape(std::initializer_list<std::size_t> caps, std::size_t total, style how) {
+  for (std::size_t cap : caps) {
+    for (const auto& shape : shapes) {
+      INFO("capacity " << cap);
+      bounded_queue<std::uint64_t, Traits> q(cap);
+      run(q, sized(shape, total), how);
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("blocking calls: exactly once, per-producer FIFO", "[bounded_queue][stress]") {
-  for (std::size_t cap : {1u, 3u, 1024u}) {
-    for (const auto& shape : shapes) {
-      INFO("capacity " << cap);
-      bounded_queue<std::uint64_t> q(cap);
-      run(q, sized(shape, 100000), style::blocking);
-    }
-  }
+  run_every_shape<async::bounded_traits>({1, 3, 1024}, 100000, style::blocking);
 }
 
 TEST_CASE("blocking calls that always park", "[bounded_queue][stress]") {
-  for (std::size_t cap : {1u, 2u, 64u}) {
-    for (const auto& shape : shapes) {
-      INFO("capacity " << cap);
-      bounded_queue<std::uint64_t, no_spin_traits> q(cap);
-      run(q, sized(shape, 20000), style::blocking);
-    }
-  }
+  run_every_shape<no_spin_traits>({1, 2, 64}, 20000, style::blocking);
 }
 
 TEST_CASE("try calls: exactly once, per-producer FIFO", "[bounded_queue][stress]") {
-  for (std::size_t cap : {1u, 3u, 1024u}) {
-    for (const auto& shape : shapes) {
-      INFO("capacity " << cap);
-      bounded_queue<std::uint64_t> q(cap);
-      run(q, sized(shape, 200000), style::try_calls);
-    }
-  }
+  run_every_shape<async::bounded_traits>({1, 3, 1024}, 200000, style::try_calls);
 }
 
 TEST_CASE("try, timed and blocking calls mixed on one queue", "[bounded_queue][stress]") {
-  for (std::size_t cap : {2u, 1000u}) {
-    for (const auto& shape : shapes) {
-      INFO("capacity " << cap);
-      bounded_queue<std::uint64_t> q(cap);
-      run(q, sized(shape, 100000), style::mixed);
-    }
-  }
+  run_every_shape<async::bounded_traits>({2, 1000}, 100000, style::mixed);
 }
 
 TEST_CASE("tickets wrap around 2^64 under concurrency", "[bounded_queue][stress]") {

@@ -16,6 +16,7 @@
 #include <async/queue.h>
 
 #include "stress.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -337,15 +338,8 @@ struct unbounded_ops {
   }
 };
 
-// 4-slot segments, 20-bit tags starting just below their wrap.
-struct tiny_segments : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1024;
-  static constexpr std::size_t NODE_LEVEL2 = 256;
-  static constexpr std::size_t NODE_LEVEL3 = 4;
-  static constexpr unsigned INDEX_BITS = 21;
-  static constexpr unsigned TAG_BITS = 24;
-};
+// 4-slot segments, 24-bit tags (a run starts them just below their wrap).
+using tiny_traits = async_test::tiny_24bit_tags_pow2;
 
 template <std::size_t Align, typename Traits>
 void attack_unbounded(std::uint64_t first_ticket) {
@@ -451,10 +445,10 @@ TEST_CASE("hostile: async::queue, every call style, close mid-storm, throwing an
           "[queue][stress][hostile]") {
   soak_seed();
   attack_unbounded<alignof(std::uint64_t), async::traits>(0);
-  attack_unbounded<alignof(std::uint64_t), tiny_segments>(((std::uint64_t(1) << 24) - 16) * 4);
-  attack_unbounded<64, tiny_segments>(0);
+  attack_unbounded<alignof(std::uint64_t), tiny_traits>(((std::uint64_t(1) << 24) - 16) * 4);
+  attack_unbounded<64, tiny_traits>(0);
   attack_unbounded<128, async::traits>(0);
-  attack_unbounded<4096, tiny_segments>(0);
+  attack_unbounded<4096, tiny_traits>(0);
 }
 
 TEST_CASE("hostile: async::bounded_queue, capacities 1, 2, 3, 5, 1024, close mid-storm",

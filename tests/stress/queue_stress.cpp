@@ -6,6 +6,7 @@
 #include <async/queue.h>
 
 #include "stress.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -25,28 +26,9 @@ using async_test::stress_shape;
 
 namespace {
 
-// 4-slot segments, 24-bit tags. A thread descheduled inside an operation holds back the
-// recycling of the segments after its own for as long as it sleeps (see the README), and on two
-// oversubscribed cores that is tens of milliseconds: the storage leaves room for that.
-struct tiny_traits : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1023;
-  static constexpr std::size_t NODE_LEVEL2 = 512;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
-  static constexpr unsigned INDEX_BITS = 20;
-  // 16 bits would be too few here: with 16 threads on 2 cores a thread can sleep for 100 ms
-  // inside an operation, long enough for 2^16 segments to pass (the unit tests wrap 16-bit
-  // tags single-threaded). 24 bits need 2^24 segments (67M elements) to pass during one stall.
-  static constexpr unsigned TAG_BITS = 24;
-};
-
-// Consecutive tickets side by side in their groups instead of spread over lines.
-struct side_by_side_traits : async::traits {
-  static constexpr bool SPREAD_TICKETS = false;
-};
-struct tiny_side_by_side_traits : tiny_traits {
-  static constexpr bool SPREAD_TICKETS = false;
-};
+using tiny_traits = async_test::tiny_24bit_tags;
+using side_by_side_traits = async_test::side_by_side<async::traits>;
+using tiny_side_by_side_traits = async_test::side_by_side<tiny_traits>;
 
 enum class style { single, bulk, mixed, blocking };
 
@@ -67,12 +49,7 @@ const char* name_of(style s) {
 // 4-slot segments in a storage of 32 nodes: producers run it full all the time. Room for what
 // consumers that race each other can take past the tail (at most 4 consumers of 16 tickets),
 // and for the segments that they and the producers hold.
-struct full_storage_traits : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 32;
-};
+using full_storage_traits = async_test::few_nodes<32>;
 
 // `backlog`: producers wait while the queue holds more than this (0: never). Keeps queues with
 // a small node storage from running out when producers outrun consumers. `retry_full`: a call
@@ -276,12 +253,8 @@ namespace {
 // Two 2-slot nodes: consumers that race each other past the tail soon hold tickets in
 // segments that the storage has no room for.
 template <bool Spread>
-struct two_node_traits : async::traits {
+struct two_node_traits : async_test::few_nodes<2, 2> {
   static constexpr bool SPREAD_TICKETS = Spread;
-  static constexpr std::size_t SEGMENT_SIZE = 2;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
 };
 
 // One round: a producer enqueues a few elements (calling again when refused for want of a

@@ -4,6 +4,7 @@
 #include <async/bounded_queue.h>
 
 #include "test_support.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -30,13 +31,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct checked_traits : async::bounded_traits {
-  static constexpr bool NOEXCEPT_CHECK = true;
-};
-
-struct no_spin_traits : async::bounded_traits {
-  static constexpr unsigned SPIN_BUDGET = 0; // park at once: exercises the sleeper protocol
-};
+using checked_traits = async_test::checked<async::bounded_traits>;
+using no_spin_traits = async_test::no_spin<async::bounded_traits>;
 
 } // namespace
 
@@ -604,11 +600,9 @@ struct counted_atomic : async_test::seam_atomic<V> {
   }
 };
 
-struct counted_traits : async::bounded_traits {
-  static constexpr unsigned SPIN_BUDGET = 1; // a waiter is past its spin at once
-  template <typename V>
-  using atomic = counted_atomic<V>;
-};
+// SPIN_BUDGET 1: a waiter is past its spin at once.
+using counted_traits =
+    async_test::spin_budget<1, async_test::with_atomic<async::bounded_traits, counted_atomic>>;
 
 } // namespace
 
@@ -740,10 +734,7 @@ struct close_race_atomic : async_test::seam_atomic<V> {
   }
 };
 
-struct close_race_traits : async::bounded_traits {
-  template <typename V>
-  using atomic = close_race_atomic<V>;
-};
+using close_race_traits = async_test::with_atomic<async::bounded_traits, close_race_atomic>;
 
 } // namespace
 

@@ -8,6 +8,7 @@
 #include <async/queue.h>
 
 #include "test_support.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -62,16 +63,8 @@ struct bounded_kind {
   }
 };
 
-template <typename Base>
-struct checked : Base {
-  static constexpr bool NOEXCEPT_CHECK = true;
-};
-
-// Waiters park at once: every wait goes through the sleeper protocol.
-template <typename Base>
-struct no_spin : Base {
-  static constexpr unsigned SPIN_BUDGET = 0;
-};
+using async_test::checked;
+using async_test::no_spin;
 
 // The traits struct of the original library, as its users wrote it: must still compile.
 struct original_traits {

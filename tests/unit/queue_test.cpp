@@ -5,6 +5,7 @@
 #include <async/queue.h>
 
 #include "test_support.h"
+#include "trait_presets.h"
 
 #include "async_catch.h"
 
@@ -29,31 +30,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct checked_traits : async::traits {
-  static constexpr bool NOEXCEPT_CHECK = true;
-};
-
-// Tiny segments and a 16-bit tag: segment changes and node reuse on almost every call.
-struct tiny_traits : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 64;
-  static constexpr std::size_t NODE_LEVEL2 = 16;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
-  static constexpr unsigned INDEX_BITS = 16;
-  static constexpr unsigned TAG_BITS = 16;
-};
-
-struct tiny_checked_traits : tiny_traits {
-  static constexpr bool NOEXCEPT_CHECK = true;
-};
-
-// Consecutive tickets side by side in their groups (traits::SPREAD_TICKETS = false).
-struct side_by_side_traits : async::traits {
-  static constexpr bool SPREAD_TICKETS = false;
-};
-struct tiny_side_by_side_traits : tiny_traits {
-  static constexpr bool SPREAD_TICKETS = false;
-};
+using checked_traits = async_test::checked<async::traits>;
+using tiny_traits = async_test::tiny_16bit_tags;
+using tiny_checked_traits = async_test::checked<tiny_traits>;
+using side_by_side_traits = async_test::side_by_side<async::traits>;
+using tiny_side_by_side_traits = async_test::side_by_side<tiny_traits>;
 
 // Its constructor from `gate` blocks until the gate opens: a producer stalled inside enqueue.
 struct gate {
@@ -512,16 +493,7 @@ struct throwing_out : async_test::output_iterator_types {
   throwing_out& operator++() { return *this; }
 };
 
-// A node storage of `Nodes` nodes of four slots, to run it full with a handful of elements
-// (NOEXCEPT_CHECK as `Checked`).
-template <std::size_t Nodes, bool Checked = false>
-struct small_storage_traits : async::traits {
-  static constexpr bool NOEXCEPT_CHECK = Checked;
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = Nodes;
-};
+using async_test::few_nodes;
 
 // Enqueues 0, 1, 2, ... until enqueue throws length_error (the storage is full), and returns
 // how many went in; more than `limit` fails the test.
@@ -552,7 +524,7 @@ void require_drained_in_order(Q& q, int n) {
 
 // Two nodes: the storage runs out after five elements (from a tail at a segment's start;
 // traits::NODE_LEVEL1).
-using two_node_traits = small_storage_traits<2>;
+using two_node_traits = few_nodes<2>;
 
 } // namespace
 
@@ -597,7 +569,7 @@ TEST_CASE("queue: the storage holds what traits::NODE_LEVEL1 says, by the tail's
   // segment, one fewer for each slot of the tail's segment before the tail, down to
   // (N - 2) x S + 2; then enqueue throws length_error with nothing taken.
   for (int offset = 0; offset < 8; ++offset) {
-    queue<int, small_storage_traits<3>> q;
+    queue<int, few_nodes<3>> q;
     int out = -1;
     for (int i = 0; i < offset; ++i) {
       REQUIRE(q.enqueue(-1));
@@ -645,7 +617,7 @@ TEST_CASE("queue: bulk_enqueue beyond what the storage can hold throws instead o
 // free: with none running it never returned, close() or not (found by an attacking helper).
 TEST_CASE("queue: bulk_enqueue behind queued elements throws when the nodes it needs are not free",
           "[queue]") {
-  using four_nodes = small_storage_traits<4>;
+  using four_nodes = few_nodes<4>;
   STATIC_REQUIRE(queue<int, four_nodes>::max_bulk() == 12);
   async_test::scoped_watchdog watchdog(30s, "bulk_enqueue behind queued elements");
   std::vector<int> src;
@@ -767,7 +739,7 @@ TEST_CASE("queue: an input iterator whose increment throws leaves no element in 
   for (int offset : {0, 2}) {
     for (int throw_at : {0, 1, 3}) {
       increment_throws_after<two_node_traits>(offset, throw_at);
-      increment_throws_after<small_storage_traits<2, true>>(offset, throw_at);
+      increment_throws_after<async_test::checked<few_nodes<2>>>(offset, throw_at);
     }
   }
 }
@@ -1023,7 +995,7 @@ namespace {
 
 // Four nodes of four slots: enqueue refuses once every node is in use, that is after 13
 // elements (ticket 12 links the fourth segment).
-using four_node_traits = small_storage_traits<4>;
+using four_node_traits = few_nodes<4>;
 
 } // namespace
 
@@ -1205,20 +1177,10 @@ struct meeting_atomic : async_test::seam_atomic<V> {
 };
 
 // Two nodes of four slots: max_bulk() is 4.
-struct meeting_traits : async::traits {
-  static constexpr std::size_t SEGMENT_SIZE = 4;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 2;
-  template <typename V>
-  using atomic = meeting_atomic<V>;
-};
+using meeting_traits = async_test::with_atomic<few_nodes<2>, meeting_atomic>;
 
 // Three nodes of two slots: max_bulk() is 4.
-struct meeting_two_slot_traits : meeting_traits {
-  static constexpr std::size_t SEGMENT_SIZE = 2;
-  static constexpr std::size_t NODE_LEVEL3 = 3;
-};
+using meeting_two_slot_traits = async_test::with_atomic<few_nodes<3, 2>, meeting_atomic>;
 
 // `queued` elements in (0, 1, ...), then two consumers that both read the head and tail before
 // either takes tickets, each taking up to `each`: the second consumer's tickets lie past the
@@ -1335,13 +1297,7 @@ TEST_CASE("queue: a closed queue whose storage is full refuses enqueue with fals
 
 namespace {
 
-struct checked_two_slot_traits : async::traits {
-  static constexpr bool NOEXCEPT_CHECK = true;
-  static constexpr std::size_t SEGMENT_SIZE = 2;
-  static constexpr std::size_t NODE_LEVEL1 = 1;
-  static constexpr std::size_t NODE_LEVEL2 = 1;
-  static constexpr std::size_t NODE_LEVEL3 = 4;
-};
+using checked_two_slot_traits = async_test::checked<few_nodes<4, 2>>;
 
 std::atomic<bool>& a_move_threw() {
   static std::atomic<bool> b{false};

@@ -4,7 +4,7 @@
 #ifndef ASYNC_BENCH_ADAPTERS_ASYNC_BOUNDED_QUEUE_H
 #define ASYNC_BENCH_ADAPTERS_ASYNC_BOUNDED_QUEUE_H
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <async/bounded_queue.h>
 
@@ -27,20 +27,13 @@ struct async_bounded_blocking : owning_adapter<async::bounded_queue<T>, T> {
 };
 
 template <typename T>
-struct async_bounded_try : owning_adapter<async::bounded_queue<T>, T> {
+struct async_bounded_try : retrying_adapter<async_bounded_try<T>, async::bounded_queue<T>, T> {
   using queue = async::bounded_queue<T>;
   static const char* name() { return "async::bounded_queue try"; }
   static constexpr bool ours = true;
   static constexpr bool bounded = true;
   static constexpr bool primary = false;
-  static void push(queue& q, T v) {
-    retry([&] { return q.enqueue(std::move(v)); });
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
+  static bool try_push(queue& q, T& v) { return q.enqueue(std::move(v)); }
   static bool try_pop(queue& q, T& v) { return q.dequeue(v); }
 };
 

@@ -4,7 +4,7 @@
 #ifndef ASYNC_BENCH_ADAPTERS_ASYNC_QUEUE_H
 #define ASYNC_BENCH_ADAPTERS_ASYNC_QUEUE_H
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <async/queue.h>
 
@@ -13,18 +13,15 @@
 
 namespace async_bench {
 
-/// The calls of an async::queue<T, Traits>.
+/// The calls of an async::queue<T, Traits>. Its enqueue never fails, so push is that call; pop
+/// retries dequeue.
 template <typename T, typename Traits>
-struct async_unbounded_calls : owning_adapter<async::queue<T, Traits>, T> {
+struct async_unbounded_calls
+    : retrying_adapter<async_unbounded_calls<T, Traits>, async::queue<T, Traits>, T> {
   using queue = async::queue<T, Traits>;
   static constexpr bool ours = true;
   static constexpr bool bulk = true;
   static void push(queue& q, T v) { q.enqueue(std::move(v)); }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
   static bool try_pop(queue& q, T& v) { return q.dequeue(v); }
   static void push_bulk(queue& q, T* v, std::size_t n) {
     q.bulk_enqueue(std::make_move_iterator(v), n);

@@ -8,7 +8,7 @@
 
 #if ASYNC_BENCH_HAVE_ATOMIC_QUEUE
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <atomic_queue/atomic_queue.h>
 
@@ -42,19 +42,12 @@ struct atomic_queue_blocking : owning_adapter<atomic_queue_of<T>, T> {
 };
 
 template <typename T>
-struct atomic_queue_try : owning_adapter<atomic_queue_of<T>, T> {
+struct atomic_queue_try : retrying_adapter<atomic_queue_try<T>, atomic_queue_of<T>, T> {
   using queue = atomic_queue_of<T>;
   static const char* name() { return "atomic_queue try"; }
   static constexpr bool bounded = true;
   static constexpr bool primary = false;
-  static void push(queue& q, T v) {
-    retry([&] { return q.try_push(std::move(v)); });
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
+  static bool try_push(queue& q, T& v) { return q.try_push(std::move(v)); }
   static bool try_pop(queue& q, T& v) { return q.try_pop(v); }
 };
 

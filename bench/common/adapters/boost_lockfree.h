@@ -7,7 +7,7 @@
 
 #if ASYNC_BENCH_HAVE_ASIO
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <boost/lockfree/queue.hpp>
 
@@ -16,17 +16,11 @@
 namespace async_bench {
 
 template <typename T>
-struct boost_lockfree_queue : owning_adapter<boost::lockfree::queue<T>, T> {
+struct boost_lockfree_queue
+    : retrying_adapter<boost_lockfree_queue<T>, boost::lockfree::queue<T>, T> {
   using queue = boost::lockfree::queue<T>;
   static const char* name() { return "boost::lockfree::queue"; }
-  static void push(queue& q, const T& v) {
-    retry([&] { return q.push(v); });
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
+  static bool try_push(queue& q, const T& v) { return q.push(v); }
   static bool try_pop(queue& q, T& v) { return q.pop(v); }
 };
 

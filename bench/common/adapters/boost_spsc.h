@@ -6,26 +6,20 @@
 
 #if ASYNC_BENCH_HAVE_ASIO
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <boost/lockfree/spsc_queue.hpp>
 
 namespace async_bench {
 
 template <typename T>
-struct boost_spsc_queue : owning_adapter<boost::lockfree::spsc_queue<T>, T> {
+struct boost_spsc_queue : retrying_adapter<boost_spsc_queue<T>, boost::lockfree::spsc_queue<T>, T> {
   using queue = boost::lockfree::spsc_queue<T>;
   static const char* name() { return "boost::lockfree::spsc_queue"; }
   static constexpr bool bounded = true;
   static constexpr bool spsc = true;
-  static void push(queue& q, const T& v) {
-    retry([&] { return q.push(v); });
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return q.pop(v); });
-    return v;
-  }
+  static bool try_push(queue& q, const T& v) { return q.push(v); }
+  static bool try_pop(queue& q, T& v) { return q.pop(v); }
 };
 
 } // namespace async_bench

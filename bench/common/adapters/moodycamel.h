@@ -6,7 +6,7 @@
 
 #if ASYNC_BENCH_HAVE_MOODYCAMEL
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <iterator>
 #include <memory>
@@ -17,18 +17,11 @@
 namespace async_bench {
 
 template <typename T>
-struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<T>, T> {
+struct moodycamel_queue : retrying_adapter<moodycamel_queue<T>, moodycamel::ConcurrentQueue<T>, T> {
   using queue = moodycamel::ConcurrentQueue<T>;
   static const char* name() { return "moodycamel::ConcurrentQueue"; }
   static constexpr bool bulk = true;
-  static void push(queue& q, T v) {
-    retry([&] { return q.enqueue(std::move(v)); });
-  }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
+  static bool try_push(queue& q, T& v) { return q.enqueue(std::move(v)); }
   static bool try_pop(queue& q, T& v) { return q.try_dequeue(v); }
   static void push_bulk(queue& q, T* v, std::size_t n) {
     retry([&] { return q.enqueue_bulk(std::make_move_iterator(v), n); });
@@ -43,9 +36,11 @@ struct moodycamel_queue : owning_adapter<moodycamel::ConcurrentQueue<T>, T> {
 /// Each measured thread lives for one iteration, so its thread_local tokens die with it, before
 /// the queue.
 template <typename T>
-struct moodycamel_queue_tokens : moodycamel_queue<T> {
-  using queue = typename moodycamel_queue<T>::queue;
+struct moodycamel_queue_tokens
+    : retrying_adapter<moodycamel_queue_tokens<T>, moodycamel::ConcurrentQueue<T>, T> {
+  using queue = moodycamel::ConcurrentQueue<T>;
   static const char* name() { return "moodycamel::ConcurrentQueue tokens"; }
+  static constexpr bool bulk = true;
   static constexpr bool primary = false;
   static moodycamel::ProducerToken& producer_token(queue& q) {
     thread_local queue* owner = nullptr;
@@ -65,16 +60,7 @@ struct moodycamel_queue_tokens : moodycamel_queue<T> {
     }
     return *token;
   }
-  static void push(queue& q, T v) {
-    auto& token = producer_token(q);
-    retry([&] { return q.enqueue(token, std::move(v)); });
-  }
-  static T pop(queue& q) {
-    auto& token = consumer_token(q);
-    T v{};
-    retry([&] { return q.try_dequeue(token, v); });
-    return v;
-  }
+  static bool try_push(queue& q, T& v) { return q.enqueue(producer_token(q), std::move(v)); }
   static bool try_pop(queue& q, T& v) { return q.try_dequeue(consumer_token(q), v); }
   static void push_bulk(queue& q, T* v, std::size_t n) {
     auto& token = producer_token(q);

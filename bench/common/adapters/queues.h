@@ -21,6 +21,16 @@ using queue_competitors = type_list<
         ASYNC_BENCH_QUEUES_ATOMIC_QUEUE ASYNC_BENCH_QUEUES_TBB ASYNC_BENCH_QUEUES_MOODYCAMEL
             ASYNC_BENCH_QUEUES_BOOST_LOCKFREE ASYNC_BENCH_QUEUES_BOOST_SPSC void>;
 
+/// Calls f(tag<Adapter>()) for each queue competitor of the element type that --async_type
+/// chose, in order: the registration loop of the scenarios that take an element type.
+template <typename F>
+void for_each_queue(F f) {
+  with_element_type([&](auto element) {
+    using T = typename decltype(element)::type;
+    for_each_competitor(queue_competitors<T>(), f);
+  });
+}
+
 } // namespace async_bench
 
 #endif

@@ -6,7 +6,7 @@
 
 #if ASYNC_BENCH_HAVE_TBB
 
-#include "../harness.h"
+#include "retrying.h"
 
 #include <tbb/concurrent_queue.h>
 
@@ -35,18 +35,13 @@ struct tbb_bounded_queue : queue_traits {
   static bool try_pop(queue& q, T& v) { return q.try_pop(v); }
 };
 
+/// Its push never fails, so push is that call; pop retries try_pop.
 template <typename T>
-struct tbb_queue : queue_traits {
+struct tbb_queue : retrying_adapter<tbb_queue<T>, tbb::concurrent_queue<T>, T> {
   using queue = tbb::concurrent_queue<T>;
-  using value_type = T;
   static const char* name() { return "tbb::concurrent_queue"; }
   static std::unique_ptr<queue> make(std::size_t) { return std::unique_ptr<queue>(new queue); }
   static void push(queue& q, T v) { q.push(std::move(v)); }
-  static T pop(queue& q) {
-    T v{};
-    retry([&] { return try_pop(q, v); });
-    return v;
-  }
   static bool try_pop(queue& q, T& v) { return q.try_pop(v); }
 };
 
