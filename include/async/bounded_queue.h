@@ -179,6 +179,7 @@ public:
       const std::uint64_t t = start.value + k;
       slot_of(t).state.store(turn::of(t, turn::free), std::memory_order_relaxed);
     }
+    check_layout(std::is_standard_layout<bounded_queue>{});
     head_.value.store(start.value, std::memory_order_relaxed);
     tail_.value.store(start.value, std::memory_order_relaxed);
   }
@@ -763,6 +764,23 @@ private:
                                                   std::memory_order_relaxed)) {
     }
     turn::wake(s.state);
+  }
+
+  // The layout check: head_ and tail_, which every call writes, are a line apart from each
+  // other and from everything else (the read-mostly fields before them, what follows the
+  // queue). offsetof needs a standard-layout class, which the queue is with std::atomic (a unit
+  // test holds it to that); a test's atomic type may make it otherwise, and is not checked.
+  static void check_layout(std::false_type) noexcept {}
+  static void check_layout(std::true_type) noexcept {
+    using counter = atom<std::uint64_t>;
+    constexpr std::size_t head =
+        detail::padded_value_at<counter, line_size>(offsetof(bounded_queue, head_));
+    constexpr std::size_t tail =
+        detail::padded_value_at<counter, line_size>(offsetof(bounded_queue, tail_));
+    static_assert(head >= offsetof(bounded_queue, unfilled_) + sizeof(counter) + line_size &&
+                      tail >= head + sizeof(counter) + line_size &&
+                      sizeof(bounded_queue) >= tail + sizeof(counter) + line_size,
+                  "bounded_queue: head_ and tail_ must each have a line of their own.");
   }
 
   // ---- data -----------------------------------------------------------------------------------

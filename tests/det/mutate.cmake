@@ -14,7 +14,7 @@ if(MUTANT STREQUAL "bulk-double-void")
   # the element's constructor returned, so a constructor that threw after a consumer skipped
   # the slot had it voided twice (by the constructor's hole and by the round's clean-up):
   # counted finished twice, the node was recycled with elements inside.
-  set(file "async/queue.h")
+  set(file "async/detail/unbounded/core.h")
   set(old "        ++round.next;\n        const bool made = emplace(i, s, std::forward<decltype(source)>(source));\n")
   set(new "        const bool made = emplace(i, s, std::forward<decltype(source)>(source));\n        ++round.next;\n")
 elseif(MUTANT STREQUAL "close-aba-wakeup")

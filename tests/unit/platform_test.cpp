@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 // The platform facts of detail/config.h and detail/cache.h, checked on every architecture the
 // project is built for (natively on x86-64, and ARMv7/ARMv8 under qemu-user).
+#include <async/bounded_queue.h>
 #include <async/detail/backoff.h>
 #include <async/detail/cache.h>
 #include <async/detail/config.h>
+#include <async/queue.h>
 
 #include "async_catch.h"
 
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__)
@@ -76,10 +79,17 @@ TEST_CASE("cache_line_size has the per-architecture value", "[platform]") {
 }
 
 TEST_CASE("padded keeps a line free on each side of its value", "[platform]") {
-  STATIC_REQUIRE(sizeof(padded<char>) == 2 * cache_line_size);
-  STATIC_REQUIRE(sizeof(padded<std::atomic<std::uint64_t>>) == 2 * cache_line_size);
-  STATIC_REQUIRE(sizeof(padded<char[cache_line_size]>) == 3 * cache_line_size);
-  STATIC_REQUIRE(sizeof(padded<std::uint32_t, 64>) == 128);
+  // A whole line before the value and a whole line after it (before 2026-11-28 the line after
+  // was short by the value's size: a line could hold an 8-byte value's last byte and the next
+  // member's first).
+  constexpr std::size_t line = cache_line_size;
+  STATIC_REQUIRE(async::detail::padded_value_at<char, line>(0) == line);
+  STATIC_REQUIRE(sizeof(padded<char>) == 2 * line + 1);
+  STATIC_REQUIRE(async::detail::padded_value_at<std::atomic<std::uint64_t>, line>(0) == line);
+  STATIC_REQUIRE(sizeof(padded<std::atomic<std::uint64_t>>) == 2 * line + 8);
+  STATIC_REQUIRE(sizeof(padded<char[cache_line_size]>) == 3 * line);
+  STATIC_REQUIRE(async::detail::padded_value_at<std::uint32_t, 64>(0) == 64);
+  STATIC_REQUIRE(sizeof(padded<std::uint32_t, 64>) == 132);
   // Not over-aligned: `new` of a class holding one is correct in C++14 too.
   STATIC_REQUIRE(alignof(padded<std::atomic<std::uint64_t>>) <= alignof(std::max_align_t));
 
@@ -95,6 +105,17 @@ TEST_CASE("padded keeps a line free on each side of its value", "[platform]") {
 
   padded<int> forwarded(42);
   CHECK(forwarded.value == 42);
+}
+
+// Each queue static_asserts that its head and tail counters have lines of their own, with
+// offsetof, which it can use only where the queue is a standard-layout class (with std::atomic;
+// a test's atomic type may make it otherwise, and is then not checked). This keeps the check
+// from switching itself off unnoticed.
+TEST_CASE("both queues are standard-layout so that their layout checks run", "[platform]") {
+  STATIC_REQUIRE(std::is_standard_layout<async::bounded_queue<std::string>>::value);
+  STATIC_REQUIRE(std::is_standard_layout<async::bounded_queue<std::uint64_t>>::value);
+  STATIC_REQUIRE(std::is_standard_layout<async::queue<std::string>>::value);
+  STATIC_REQUIRE(std::is_standard_layout<async::queue<std::uint64_t>>::value);
 }
 
 TEST_CASE("aligned_allocate honours any power-of-two alignment", "[platform]") {

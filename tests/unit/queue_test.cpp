@@ -1161,6 +1161,13 @@ std::atomic<int>& consumers_at_head() {
 }
 thread_local bool meets_the_other = false;
 
+} // namespace
+
+// Outside the anonymous namespace: the queue's machinery (a class in a header) holds a field of
+// the traits' atomic type, and g++ warns (-Wsubobject-linkage) when that type has internal
+// linkage.
+namespace queue_test_seams {
+
 template <typename V>
 struct meeting_atomic : async_test::seam_atomic<V> {
   using async_test::seam_atomic<V>::seam_atomic;
@@ -1175,6 +1182,12 @@ struct meeting_atomic : async_test::seam_atomic<V> {
     return std::atomic<V>::fetch_add(d, order);
   }
 };
+
+} // namespace queue_test_seams
+
+namespace {
+
+using queue_test_seams::meeting_atomic;
 
 // Two nodes of four slots: max_bulk() is 4.
 using meeting_traits = async_test::with_atomic<few_nodes<2>, meeting_atomic>;

@@ -87,8 +87,21 @@ struct padded {
 
   char before[Line];
   V value;
-  char after[Line - sizeof(V) % Line];
+  // A whole line: the next member starts at least Line bytes after the value ends, so no
+  // aligned line holds both (the earlier Line - sizeof(V) % Line left 120 bytes after an
+  // 8-byte value: a line could hold its last byte and the next member's first).
+  char after[Line];
 };
+
+/// Where the value of a padded<V, Line> member that starts at byte `offset` of its class lies:
+/// for the layout checks of the classes whose padding is the point (a static_assert on the
+/// distance between their hot counters, as rigtorp's MPMCQueue makes between its head and
+/// tail).
+template <typename V, std::size_t Line>
+constexpr std::size_t padded_value_at(std::size_t offset) noexcept {
+  using whole = padded<V, Line>; // offsetof is a macro: no comma in its first argument
+  return offset + offsetof(whole, value);
+}
 
 } // namespace detail
 } // namespace async

@@ -44,11 +44,9 @@ struct slot_state {
   /// Producer: publishes the element. False when the consumer skipped the slot first.
   template <typename Word>
   static bool publish(Word& word) noexcept {
-    type expected = empty;
     // (UP1) seq_cst: publishes the element (pairs with the consumer's (UT1)); seq_cst orders it
     // before the waiter check of the queue's event count (EC2).
-    return word.compare_exchange_strong(expected, full, std::memory_order_seq_cst,
-                                        std::memory_order_acquire);
+    return from_empty(word, full, std::memory_order_seq_cst);
   }
 
   /// Producer: gives the slot up (empty -> void). Returns empty when it did so; otherwise what
@@ -70,11 +68,9 @@ struct slot_state {
   /// producer, the last party, and nothing was moved.
   template <typename Word>
   static bool claim(Word& word) noexcept {
-    type expected = empty;
-    // acquire on failure: the consumer's skip; relaxed would do on success (nothing is
-    // published by the claim, the release comes with the element).
-    return word.compare_exchange_strong(expected, writing, std::memory_order_acquire,
-                                        std::memory_order_acquire);
+    // acquire (relaxed would do on success: nothing is published by the claim, the release
+    // comes with the element).
+    return from_empty(word, writing, std::memory_order_acquire);
   }
 
   /// Producer of a claimed slot: publishes the element moved in.
@@ -89,6 +85,14 @@ struct slot_state {
   static void void_claimed(Word& word) noexcept {
     // release: the consumer waiting on the claim sees that nothing is there.
     word.store(voided, std::memory_order_release);
+  }
+
+  /// A producer's step from empty to `to`, `success` its order. False when the slot is no
+  /// longer empty: its consumer skipped it (acquire on failure: that skip).
+  template <typename Word>
+  static bool from_empty(Word& word, type to, std::memory_order success) noexcept {
+    type expected = empty;
+    return word.compare_exchange_strong(expected, to, success, std::memory_order_acquire);
   }
 
   /// Consumer: waits briefly for the slot's element. Returns full (the element is there),
