@@ -14,6 +14,7 @@
 #include "detail/perturb.h"
 #include "detail/relocate.h"
 #include "detail/scope_exit.h"
+#include "detail/ticket_counters.h"
 #include "detail/traits.h"
 
 #include <atomic>
@@ -112,7 +113,7 @@ struct bounded_traits {
 ///   producer.join();
 /// @endcode
 template <typename T, typename Traits = bounded_traits>
-class bounded_queue {
+class bounded_queue : private detail::ticket_counters_for<Traits, bounded_traits> {
   static_assert(std::is_nothrow_destructible<T>::value,
                 "bounded_queue<T>: T must be nothrow destructible, or a consumer could be left "
                 "with a half-destroyed element and a slot that can never be reused.");
@@ -132,6 +133,11 @@ class bounded_queue {
   // The atomic type of the protocol words (std::atomic; a test seam, see detail/traits.h).
   template <typename V>
   using atom = typename detail::knob_atomic<Traits>::template type<V>;
+
+  // The tickets, each on a line of its own (detail/ticket_counters.h).
+  using counters = detail::ticket_counters_for<Traits, bounded_traits>;
+  using counters::head_;
+  using counters::tail_;
 
 public:
   /// The element type T.
@@ -157,9 +163,9 @@ public:
   /// Test seam, not part of the API: both counters start at `start.value`. Not thread-safe
   /// (construction).
   bounded_queue(std::size_t capacity, detail::first_ticket start)
-      : capacity_(checked_capacity(capacity)), layout_(capacity_, slots_per_line),
-        ring_slots_(layout_.slot_count()), pow2_((capacity_ & (capacity_ - 1)) == 0),
-        mask_(capacity_ - 1) {
+      : counters(start.value), capacity_(checked_capacity(capacity)),
+        layout_(capacity_, slots_per_line), ring_slots_(layout_.slot_count()),
+        pow2_((capacity_ & (capacity_ - 1)) == 0), mask_(capacity_ - 1) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
     try {
@@ -179,9 +185,6 @@ public:
       const std::uint64_t t = start.value + k;
       slot_of(t).state.store(turn::of(t, turn::free), std::memory_order_relaxed);
     }
-    check_layout(std::is_standard_layout<bounded_queue>{});
-    head_.value.store(start.value, std::memory_order_relaxed);
-    tail_.value.store(start.value, std::memory_order_relaxed);
   }
 
   bounded_queue(const bounded_queue&) = delete;
@@ -766,23 +769,6 @@ private:
     turn::wake(s.state);
   }
 
-  // The layout check: head_ and tail_, which every call writes, are a line apart from each
-  // other and from everything else (the read-mostly fields before them, what follows the
-  // queue). offsetof needs a standard-layout class, which the queue is with std::atomic (a unit
-  // test holds it to that); a test's atomic type may make it otherwise, and is not checked.
-  static void check_layout(std::false_type) noexcept {}
-  static void check_layout(std::true_type) noexcept {
-    using counter = atom<std::uint64_t>;
-    constexpr std::size_t head =
-        detail::padded_value_at<counter, line_size>(offsetof(bounded_queue, head_));
-    constexpr std::size_t tail =
-        detail::padded_value_at<counter, line_size>(offsetof(bounded_queue, tail_));
-    static_assert(head >= offsetof(bounded_queue, unfilled_) + sizeof(counter) + line_size &&
-                      tail >= head + sizeof(counter) + line_size &&
-                      sizeof(bounded_queue) >= tail + sizeof(counter) + line_size,
-                  "bounded_queue: head_ and tail_ must each have a line of their own.");
-  }
-
   // ---- data -----------------------------------------------------------------------------------
   // Written by the constructor only (read by every thread):
   std::size_t capacity_;
@@ -804,11 +790,6 @@ private:
   // consumer of that ticket passes it (both rare): tickets before the last that hold no
   // element, which size_approx() does not count.
   atom<std::uint64_t> unfilled_{0};
-
-  // Written by consumers (fetch_add or CAS): the next ticket to consume.
-  detail::padded<atom<std::uint64_t>, line_size> head_;
-  // Written by producers (fetch_add or CAS), and once by close(): the next ticket to produce.
-  detail::padded<atom<std::uint64_t>, line_size> tail_;
 };
 
 #if ASYNC_CPLUSPLUS < 17

@@ -5,6 +5,7 @@
 #include <async/detail/backoff.h>
 #include <async/detail/cache.h>
 #include <async/detail/config.h>
+#include <async/detail/ticket_counters.h>
 #include <async/queue.h>
 
 #include "async_catch.h"
@@ -107,15 +108,19 @@ TEST_CASE("padded keeps a line free on each side of its value", "[platform]") {
   CHECK(forwarded.value == 42);
 }
 
-// Each queue static_asserts that its head and tail counters have lines of their own, with
-// offsetof, which it can use only where the queue is a standard-layout class (with std::atomic;
-// a test's atomic type may make it otherwise, and is then not checked). This keeps the check
-// from switching itself off unnoticed.
-TEST_CASE("both queues are standard-layout so that their layout checks run", "[platform]") {
-  STATIC_REQUIRE(std::is_standard_layout<async::bounded_queue<std::string>>::value);
-  STATIC_REQUIRE(std::is_standard_layout<async::bounded_queue<std::uint64_t>>::value);
-  STATIC_REQUIRE(std::is_standard_layout<async::queue<std::string>>::value);
-  STATIC_REQUIRE(std::is_standard_layout<async::queue<std::uint64_t>>::value);
+// Both queues keep their tickets in detail::ticket_counters, which static_asserts that head and
+// tail have lines of their own, with offsetof: it can do so only where it is a standard-layout
+// class (with std::atomic; a test's atomic type may make it otherwise, and is then not checked).
+// This keeps the check from switching itself off unnoticed, or the queues from leaving it.
+TEST_CASE("both queues hold their tickets where the layout check runs", "[platform]") {
+  using unbounded = async::detail::ticket_counters_for<async::traits, async::traits>;
+  using bounded = async::detail::ticket_counters_for<async::bounded_traits, async::bounded_traits>;
+  STATIC_REQUIRE(std::is_standard_layout<unbounded>::value);
+  STATIC_REQUIRE(std::is_standard_layout<bounded>::value);
+  STATIC_REQUIRE(std::is_base_of<unbounded, async::queue<std::string>>::value);
+  STATIC_REQUIRE(std::is_base_of<unbounded, async::queue<std::uint64_t>>::value);
+  STATIC_REQUIRE(std::is_base_of<bounded, async::bounded_queue<std::string>>::value);
+  STATIC_REQUIRE(std::is_base_of<bounded, async::bounded_queue<std::uint64_t>>::value);
 }
 
 TEST_CASE("aligned_allocate honours any power-of-two alignment", "[platform]") {

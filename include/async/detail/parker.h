@@ -71,21 +71,11 @@ public:
   }
 
 private:
-  static constexpr std::uint64_t empty = 0;
-  static constexpr std::uint64_t parked = 1;
-  static constexpr std::uint64_t notified = 2;
+  // The word's values (an enum: constants that need no definition outside the class in C++14).
+  enum : std::uint64_t { empty = 0, parked = 1, notified = 2 };
 
   Atom<std::uint64_t> word_{empty};
 };
-
-#if ASYNC_CPLUSPLUS < 17
-template <template <typename> class Atom>
-constexpr std::uint64_t parker<Atom>::empty;
-template <template <typename> class Atom>
-constexpr std::uint64_t parker<Atom>::parked;
-template <template <typename> class Atom>
-constexpr std::uint64_t parker<Atom>::notified;
-#endif
 
 } // namespace detail
 } // namespace async

@@ -106,11 +106,8 @@ public:
   }
 
 private:
-  static constexpr std::uint64_t empty = 0;
-  static constexpr std::uint64_t full = 1;
-  static constexpr std::uint64_t taking = 2;
-  static constexpr std::uint64_t mask = 3;
-  static constexpr std::uint64_t generation = 4;
+  // The word's fields (an enum: constants that need no definition outside the class in C++14).
+  enum : std::uint64_t { empty = 0, full = 1, taking = 2, mask = 3, generation = 4 };
 
   Atom<std::uint64_t> state_{empty};
   task task_; // written by the owner, moved out by whoever takes it
@@ -120,19 +117,6 @@ private:
   Atom<std::uint64_t> seen_{empty};
   Atom<std::int64_t> seen_since_{0};
 };
-
-#if ASYNC_CPLUSPLUS < 17
-template <template <typename> class Atom>
-constexpr std::uint64_t next_slot<Atom>::empty;
-template <template <typename> class Atom>
-constexpr std::uint64_t next_slot<Atom>::full;
-template <template <typename> class Atom>
-constexpr std::uint64_t next_slot<Atom>::taking;
-template <template <typename> class Atom>
-constexpr std::uint64_t next_slot<Atom>::mask;
-template <template <typename> class Atom>
-constexpr std::uint64_t next_slot<Atom>::generation;
-#endif
 
 } // namespace detail
 } // namespace async

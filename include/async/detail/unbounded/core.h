@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 //
 // unbounded_core: the machinery of async::queue (queue.h), which is its public face and its
-// base's only user. The core holds the two ticket counters, the segments, the event count and
-// the close, and the steps that the public calls are written in:
+// base's only user. The core holds the two ticket counters (in its base, ticket_counters.h),
+// the segments, the event count and the close, and the steps that the public calls are written
+// in:
 //
 //   tickets      take_tickets, effective_tail, closed, drained, the storage checks made before
 //                a ticket is taken
@@ -18,13 +19,12 @@
 
 #include "../config.h"
 
-#include "../backoff.h"
 #include "../cache.h"
-#include "../deadline.h"
 #include "../element.h"
 #include "../perturb.h"
 #include "../relocate.h"
 #include "../scope_exit.h"
+#include "../ticket_counters.h"
 #include "../traits.h"
 #include "event_count.h"
 #include "segment_list.h"
@@ -44,7 +44,7 @@ namespace detail {
 /// The state and steps of async::queue<T, Traits>; Defaults is async::traits (the defaults of
 /// the knobs). Used only as queue's base: every member is for queue.h.
 template <typename T, typename Traits, typename Defaults>
-class unbounded_core {
+class unbounded_core : protected ticket_counters_for<Traits, Defaults> {
 protected:
   static constexpr bool noexcept_check = knob_noexcept_check<Traits, Defaults>::value;
   static constexpr std::size_t line_size = knob_cacheline<Traits, Defaults>::value;
@@ -61,6 +61,11 @@ protected:
   template <typename V>
   using atom = typename knob_atomic<Traits>::template type<V>;
 
+  // The tickets, each on a line of its own (detail/ticket_counters.h).
+  using counters = ticket_counters_for<Traits, Defaults>;
+  using counters::head_;
+  using counters::tail_;
+
   // A slot's state byte: slot_state owns its values and transitions.
   using state = slot_state;
 
@@ -74,12 +79,8 @@ protected:
   using finish_batch = typename list::finish_batch;
 
   unbounded_core(std::size_t reserve, first_ticket start)
-      : segments_(start.value / segment_size, reserve) {
-    const std::uint64_t first = start.value / segment_size * segment_size;
-    head_.value.store(first, std::memory_order_relaxed);
-    tail_.value.store(first, std::memory_order_relaxed);
-    check_layout(std::is_standard_layout<unbounded_core>{});
-  }
+      : counters(start.value / segment_size * segment_size),
+        segments_(start.value / segment_size, reserve) {}
 
   ~unbounded_core() {
     // Every ticket below head_ has been consumed (a consumed slot keeps its "full" state until
@@ -509,30 +510,9 @@ protected:
     return at != no_close && head_.value.load(std::memory_order_seq_cst) >= at;
   }
 
-  // The layout check: head_ and tail_, which every call writes, are a line apart from each
-  // other, from the segments before them and from the event count after them. offsetof needs a
-  // standard-layout class, which the core is with std::atomic (a unit test holds it to that);
-  // a test's atomic type may make it otherwise, and is not checked.
-  static void check_layout(std::false_type) noexcept {}
-  static void check_layout(std::true_type) noexcept {
-    using counter = atom<std::uint64_t>;
-    constexpr std::size_t head =
-        padded_value_at<counter, line_size>(offsetof(unbounded_core, head_));
-    constexpr std::size_t tail =
-        padded_value_at<counter, line_size>(offsetof(unbounded_core, tail_));
-    static_assert(head >= offsetof(unbounded_core, head_) + line_size &&
-                      tail >= head + sizeof(counter) + line_size &&
-                      offsetof(unbounded_core, waiting_) >= tail + sizeof(counter) + line_size,
-                  "queue: head_ and tail_ must each have a line of their own.");
-  }
-
   // ---- data -----------------------------------------------------------------------------------
   // The segments, their nodes and the free list.
   list segments_;
-  // Written by consumers (fetch_add): the next ticket to consume.
-  padded<atom<std::uint64_t>, line_size> head_;
-  // Written by producers (fetch_add) and once by close() (the closed bit): the next ticket.
-  padded<atom<std::uint64_t>, line_size> tail_;
   // Written by parking consumers and by the producers that wake them.
   event_count<atom, line_size> waiting_;
   // Written once by close(): the number of tickets handed out before it.

@@ -160,7 +160,7 @@ public:
     Atom<State>& state;
     element_storage<T>& element;
 
-    /// Constructs the element from `args` (construct_or_hole, detail/slot.h).
+    /// Constructs the element from `args` (construct_or_hole, detail/element.h).
     template <bool Catch, typename Hole, typename... Args>
     bool emplace(Hole&& hole, Args&&... args) const {
       return construct_or_hole<Catch>(element, hole, std::forward<Args>(args)...);

@@ -99,7 +99,7 @@ struct slot_state {
   /// skipped (this call skipped the slot for good: its producer will move the element
   /// elsewhere) or voided (nothing came: pass the slot). While the slot is empty it spins up to
   /// `spins` pause rounds, asking no_producer() every 32 rounds whether the ticket can still
-  /// get a producer (false ends the wait at once); a writing slot is waited for to the end.
+  /// get a producer (true ends the wait at once); a writing slot is waited for to the end.
   template <typename Word, typename NoProducer>
   static type await(Word& word, unsigned spins, NoProducer no_producer) noexcept {
     // (UT1) seq_cst (acquire for the element): pairs with (UP1).
