@@ -10,16 +10,18 @@
 #include "boost_lockfree.h"
 #include "boost_spsc.h"
 #include "moodycamel.h"
+#include "reference_ring.h"
 #include "tbb_queues.h"
 
 namespace async_bench {
 
 /// The competitors for element type T (those that cannot hold a T are left out).
 template <typename T>
-using queue_competitors = type_list<
-    ASYNC_BENCH_QUEUES_ASYNC_BOUNDED ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED
-        ASYNC_BENCH_QUEUES_ATOMIC_QUEUE ASYNC_BENCH_QUEUES_TBB ASYNC_BENCH_QUEUES_MOODYCAMEL
-            ASYNC_BENCH_QUEUES_BOOST_LOCKFREE ASYNC_BENCH_QUEUES_BOOST_SPSC void>;
+using queue_competitors =
+    type_list<ASYNC_BENCH_QUEUES_ASYNC_BOUNDED ASYNC_BENCH_QUEUES_ASYNC_UNBOUNDED
+                  ASYNC_BENCH_QUEUES_REFERENCE_RING ASYNC_BENCH_QUEUES_ATOMIC_QUEUE
+                      ASYNC_BENCH_QUEUES_TBB ASYNC_BENCH_QUEUES_MOODYCAMEL
+                          ASYNC_BENCH_QUEUES_BOOST_LOCKFREE ASYNC_BENCH_QUEUES_BOOST_SPSC void>;
 
 /// Calls f(tag<Adapter>()) for each queue competitor of the element type that --async_type
 /// chose, in order: the registration loop of the scenarios that take an element type.
