@@ -232,6 +232,37 @@ void check(const verdict& v) {
 
 // ---- async::queue -------------------------------------------------------------------------------
 
+// The single-element calls of the consumer mixes below. receive_one makes one and hands what it
+// got to `receive`; false only when a blocking call found the queue closed and drained (the
+// consumer ends).
+enum class call { blocking, timed, try_once, try_or_yield };
+
+template <typename Queue, typename Receive>
+bool receive_one(Queue& q, typename Queue::value_type& v, call how, Receive& receive) {
+  switch (how) {
+  case call::blocking:
+    if (!q.blocking_dequeue(v)) {
+      return false;
+    }
+    receive(v);
+    break;
+  case call::timed:
+    if (q.dequeue_for(v, 200us)) {
+      receive(v);
+    }
+    break;
+  case call::try_once:
+  case call::try_or_yield:
+    if (q.dequeue(v)) {
+      receive(v);
+    } else if (how == call::try_or_yield) {
+      std::this_thread::yield();
+    }
+    break;
+  }
+  return true;
+}
+
 struct unbounded_ops {
   template <typename Queue>
   static void produce(Queue& q, ledger& book, std::uint32_t p, std::atomic<std::size_t>& accepted) {
@@ -292,20 +323,10 @@ struct unbounded_ops {
     typename Queue::value_type v;
     // An array, not a std::vector: C++14's allocator ignores over-alignment (alignas(4096)).
     typename Queue::value_type batch[9];
+    // Blocking, timed, bulk (below) and try calls in turn, each consumer starting elsewhere.
+    const call mix[] = {call::blocking, call::timed, call::try_once, call::try_once};
     for (std::uint64_t round = 0;; ++round) {
-      switch ((c + round) % 4) {
-      case 0:
-        if (!q.blocking_dequeue(v)) {
-          return; // closed and drained
-        }
-        receive(v);
-        break;
-      case 1:
-        if (q.dequeue_for(v, 200us)) {
-          receive(v);
-        }
-        break;
-      case 2: {
+      if ((c + round) % 4 == 2) {
         // Every other time the call gets an lvalue pointer, which it advances in place past what
         // it wrote: what is received is what lies between the array and where the pointer
         // stopped, so a pointer left behind loses elements and one run ahead delivers garbage.
@@ -319,13 +340,8 @@ struct unbounded_ops {
         for (auto* e = batch; e != end; ++e) {
           receive(*e);
         }
-        break;
-      }
-      default:
-        if (q.dequeue(v)) {
-          receive(v);
-        }
-        break;
+      } else if (!receive_one(q, v, mix[(c + round) % 4], receive)) {
+        return; // closed and drained
       }
       if (q.is_closed() && q.was_empty() && (c + round) % 4 != 0) {
         // Drained unless an element is still on its way: a blocking call settles it.
@@ -400,26 +416,11 @@ struct bounded_ops {
   template <typename Queue, typename Receive>
   static void consume(Queue& q, std::size_t c, Receive receive) {
     typename Queue::value_type v;
+    // Blocking, timed and try calls in turn, each consumer starting elsewhere.
+    const call mix[] = {call::blocking, call::timed, call::try_or_yield};
     for (std::uint64_t round = 0;; ++round) {
-      switch ((c + round) % 3) {
-      case 0:
-        if (!q.blocking_dequeue(v)) {
-          return;
-        }
-        receive(v);
-        break;
-      case 1:
-        if (q.dequeue_for(v, 200us)) {
-          receive(v);
-        }
-        break;
-      default:
-        if (q.dequeue(v)) {
-          receive(v);
-        } else {
-          std::this_thread::yield();
-        }
-        break;
+      if (!receive_one(q, v, mix[(c + round) % 3], receive)) {
+        return; // closed and drained
       }
     }
   }
