@@ -4,6 +4,7 @@
 
 #include "detail/config.h"
 
+#include "detail/asymmetric_fence.h"
 #include "detail/backoff.h"
 #include "detail/bounded/ring_layout.h"
 #include "detail/bounded/turn.h"
@@ -165,7 +166,8 @@ public:
   bounded_queue(std::size_t capacity, detail::first_ticket start)
       : counters(start.value), capacity_(checked_capacity(capacity)),
         layout_(capacity_, slots_per_line), ring_slots_(layout_.slot_count()),
-        pow2_((capacity_ & (capacity_ - 1)) == 0), mask_(capacity_ - 1) {
+        pow2_((capacity_ & (capacity_ - 1)) == 0), mask_(capacity_ - 1),
+        sleepers_seen_(detail::asymmetric_fences_available() ? &sleepers_ : nullptr) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
     try {
@@ -499,7 +501,7 @@ private:
   waited await_turn(atom<std::uint64_t>& mark, std::uint64_t t, atom<std::uint64_t>& word,
                     Ready ready, Interrupted interrupted) {
     detail::backoff active(spin_budget);
-    const waited w = turn::await(word, ready, interrupted, nullptr, active);
+    const waited w = turn::await(word, sleepers_seen_, ready, interrupted, nullptr, active);
     if (ASYNC_UNLIKELY(active.spun_out()) && mark.load(std::memory_order_relaxed) == 0) {
       mark.store(t + 1 == 0 ? 1 : t + 1, std::memory_order_relaxed);
     }
@@ -601,7 +603,7 @@ private:
             // refused (turn::refused), which its consumer skips as a hole if t came before the
             // close.
             ASYNC_PERTURB(); // ticket taken while closing, its refusal not yet published
-            turn::publish(s->state, turn::of(t, turn::refused));
+            turn::publish(s->state, turn::of(t, turn::refused), sleepers_seen_);
             return claim::closed;
           }
           if (ASYNC_UNLIKELY(state == closed) && ticket_after_close(t)) {
@@ -667,13 +669,13 @@ private:
     if (!s.template emplace<noexcept_check>(
             [this, &s, t] {
               unfilled_.fetch_add(1, std::memory_order_relaxed); // before its consumer sees it
-              turn::publish(s.state, turn::of(t, turn::hole));
+              turn::publish(s.state, turn::of(t, turn::hole), sleepers_seen_);
             },
             std::forward<Args>(args)...)) {
       return false;
     }
     ASYNC_PERTURB(); // constructed, not yet published
-    turn::publish(s.state, turn::of(t, turn::full));
+    turn::publish(s.state, turn::of(t, turn::full), sleepers_seen_);
     return true;
   }
 
@@ -695,7 +697,7 @@ private:
   // The element is gone: the slot belongs to the producer of h + capacity (its (BE1) or its
   // own() acquires this publish).
   void release_slot(slot& s, std::uint64_t h) noexcept {
-    turn::publish(s.state, turn::of(h + capacity_, turn::free));
+    turn::publish(s.state, turn::of(h + capacity_, turn::free), sleepers_seen_);
   }
 
   // Moves the element of ticket h out; the slot is released even when the assignment throws.
@@ -714,7 +716,7 @@ private:
   waited await(atom<std::uint64_t>& word, Ready ready, Interrupted interrupted,
                const detail::wait_clock::time_point* deadline) {
     detail::backoff active(spin_budget);
-    return turn::await(word, ready, interrupted, deadline, active);
+    return turn::await(word, sleepers_seen_, ready, interrupted, deadline, active);
   }
 
   void wait_until_closed() const noexcept {
@@ -777,6 +779,9 @@ private:
   bool pow2_;
   std::uint64_t mask_;
   slot* ring_ = nullptr;
+  // The sleeper count below where hand-overs are plain stores, null where they are exchanges
+  // (detail/bounded/turn.h; the kernel is asked when the queue is made).
+  atom<std::uint64_t>* sleepers_seen_;
   // Per logical slot, written after close(): how far its smallest abandoned ticket lies before
   // the last ticket (0: none).
   atom<std::uint64_t>* abandoned_ = nullptr;
@@ -790,6 +795,10 @@ private:
   // consumer of that ticket passes it (both rare): tickets before the last that hold no
   // element, which size_approx() does not count.
   atom<std::uint64_t> unfilled_{0};
+  // Written by a waiter before it parks and after (rarely, at the cost of a syscall anyway);
+  // read by every hand-over while hand-overs are plain stores: waiters about to park or
+  // parked on any slot.
+  atom<std::uint64_t> sleepers_{0};
 };
 
 #if ASYNC_CPLUSPLUS < 17

@@ -779,26 +779,105 @@ std::string close_with_tickets_held(det::plan& plan) {
   return got == expected ? "" : "what was enqueued is not what was dequeued";
 }
 
+// One producer and one consumer with blocking calls that park at once, on a ring of one or two
+// slots: each waits in turn for the other's hand-over, on a full ring and on an empty one, so
+// every publish may meet a waiter that is about to park. Everything arrives, in order.
+std::string hand_overs_wake_the_waiter(det::plan& plan, std::size_t capacity) {
+  async::bounded_queue<int, det_bounded_traits> q(capacity);
+  constexpr int items = 4;
+  std::vector<int> got;
+  auto producer = [&] {
+    for (int k = 0; k < items; ++k) {
+      q.blocking_enqueue(k);
+    }
+  };
+  auto consumer = [&] {
+    int v = 0;
+    for (int k = 0; k < items; ++k) {
+      if (q.blocking_dequeue(v)) {
+        got.push_back(v);
+      }
+    }
+  };
+  const auto r = plan.run({producer, consumer});
+  if (r.what != outcome::finished) {
+    return std::string(name(r.what)) + "; " + r.report;
+  }
+  const std::vector<int> expected{0, 1, 2, 3};
+  return got == expected ? "" : "the consumer did not get 0, 1, 2, 3 in order";
+}
+
+// Each bounded scenario runs with both ways of handing a slot over (detail/bounded/turn.h):
+// plain stores with a sleeper count (where the kernel has membarrier, as here), and exchanges.
+const bool hand_over_by_exchange[] = {false, true};
+
+// Runs `scenario` (which makes its queue) with hand-overs by exchange or by store.
+template <typename Scenario>
+std::string with_hand_overs(bool by_exchange, Scenario scenario) {
+  if (!by_exchange) {
+    return scenario();
+  }
+  const async_test::exchange_hand_overs mode;
+  return scenario();
+}
+
 } // namespace
+
+TEST_CASE("det: every hand-over wakes the thread parked on that slot", "[det]") {
+  for (const bool by_exchange : hand_over_by_exchange) {
+    for (const std::size_t capacity : {std::size_t(1), std::size_t(2)}) {
+      INFO("capacity " << capacity
+                       << (by_exchange ? ", hand-overs by exchange" : ", hand-overs by store"));
+      explore(
+          [=](det::plan& p) {
+            return with_hand_overs(by_exchange,
+                                   [&] { return hand_overs_wake_the_waiter(p, capacity); });
+          },
+          300, 2, 200000);
+    }
+  }
+}
 
 TEST_CASE("det: a producer holding a ticket when the queue closes gives it up; its consumer "
           "passes it",
           "[det]") {
-  explore(close_with_tickets_held, 800, -1, 0);
+  for (const bool by_exchange : hand_over_by_exchange) {
+    INFO((by_exchange ? "hand-overs by exchange" : "hand-overs by store"));
+    explore(
+        [by_exchange](det::plan& p) {
+          return with_hand_overs(by_exchange, [&p] { return close_with_tickets_held(p); });
+        },
+        800, -1, 0);
+  }
 }
 
 TEST_CASE("det: close() wakes every waiter on the turn word (consumers and producers)", "[det]") {
-  for (const bool producers : {false, true}) {
-    for (const std::size_t capacity : {std::size_t(1), std::size_t(2)}) {
-      INFO((producers ? "producers" : "consumers") << " waiting, capacity " << capacity);
-      explore([=](det::plan& p) { return close_wakes_every_waiter(p, capacity, producers); }, 300,
-              2, 200000);
+  for (const bool by_exchange : hand_over_by_exchange) {
+    for (const bool producers : {false, true}) {
+      for (const std::size_t capacity : {std::size_t(1), std::size_t(2)}) {
+        INFO((producers ? "producers" : "consumers")
+             << " waiting, capacity " << capacity
+             << (by_exchange ? ", hand-overs by exchange" : ", hand-overs by store"));
+        explore(
+            [=](det::plan& p) {
+              return with_hand_overs(
+                  by_exchange, [&] { return close_wakes_every_waiter(p, capacity, producers); });
+            },
+            300, 2, 200000);
+      }
     }
   }
 }
 
 TEST_CASE("det: close() in the middle of blocking and timed calls loses nothing", "[det]") {
-  explore(close_in_a_storm, 800, -1, 0);
+  for (const bool by_exchange : hand_over_by_exchange) {
+    INFO((by_exchange ? "hand-overs by exchange" : "hand-overs by store"));
+    explore(
+        [by_exchange](det::plan& p) {
+          return with_hand_overs(by_exchange, [&p] { return close_in_a_storm(p); });
+        },
+        800, -1, 0);
+  }
 }
 
 // ---- the pool's scheduler -----------------------------------------------------------------------

@@ -24,6 +24,13 @@ elseif(MUTANT STREQUAL "close-aba-wakeup")
   set(file "async/detail/bounded/turn.h")
   set(old "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n        wake(word);\n")
   set(new "        // leaves on interrupted() with a bit in the word passes the wake-up on.\n")
+elseif(MUTANT STREQUAL "store-hand-over-no-second-look")
+  # Issue 51: a hand-over by plain store that does not read the sleeper count again after its
+  # store leaves a waiter that counted itself and looked at the word just before the store
+  # asleep for good.
+  set(file "async/detail/bounded/turn.h")
+  set(old "      if (ASYNC_UNLIKELY(sleepers->load(std::memory_order_relaxed) != 0)) {\n        unpark_all(&word);\n      }\n      return;\n")
+  set(new "      return;\n")
 elseif(MUTANT STREQUAL "close-past-storage")
   # Fixed on 2026-11-27: a consumer whose ticket lay past the tail, in a segment that a full
   # node storage had no room for, waited inside its call for producers to come; after close()

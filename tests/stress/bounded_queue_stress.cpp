@@ -103,6 +103,12 @@ TEST_CASE("blocking calls that always park", "[bounded_queue][stress]") {
   run_every_shape<no_spin_traits>({1, 2, 64}, 20000, style::blocking);
 }
 
+TEST_CASE("blocking calls that always park, slots handed over by exchange",
+          "[bounded_queue][stress]") {
+  const async_test::exchange_hand_overs by_exchange; // the protocol where membarrier is missing
+  run_every_shape<no_spin_traits>({1, 2, 64}, 20000, style::blocking);
+}
+
 TEST_CASE("try calls: exactly once, per-producer FIFO", "[bounded_queue][stress]") {
   run_every_shape<async::bounded_traits>({1, 3, 1024}, 200000, style::try_calls);
 }

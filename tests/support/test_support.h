@@ -5,6 +5,7 @@
 #ifndef ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 #define ASYNC_TESTS_SUPPORT_TEST_SUPPORT_H
 
+#include <async/detail/asymmetric_fence.h>
 #include <async/detail/config.h>
 #include <async/detail/deadline.h>
 #include <async/detail/park.h>
@@ -77,6 +78,17 @@ inline std::size_t scaled(std::size_t n, std::size_t minimum = 1000) {
 }
 
 /// Releases all participants at once, so that threads really run against each other.
+// While one lives, the bounded queues made hand their slots over by exchange, as where the
+// kernel offers no asymmetric fence (detail/asymmetric_fence.h, detail/bounded/turn.h): the
+// other protocol, on a machine that has the fence. A queue keeps the way it was made with.
+class exchange_hand_overs {
+public:
+  exchange_hand_overs() { async::detail::asymmetric_fences_refused().store(true); }
+  exchange_hand_overs(const exchange_hand_overs&) = delete;
+  exchange_hand_overs& operator=(const exchange_hand_overs&) = delete;
+  ~exchange_hand_overs() { async::detail::asymmetric_fences_refused().store(false); }
+};
+
 class start_barrier {
 public:
   explicit start_barrier(std::size_t parties) : waiting_(parties) {}

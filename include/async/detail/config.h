@@ -8,6 +8,9 @@
 //                          128 on x86-64 (adjacent-line prefetch pairs two 64-byte lines) and
 //                          AArch64 (several cores use 128-byte lines), 64 elsewhere.
 //   ASYNC_NO_FUTEX         define to 1 to park waiters on a condition variable even on Linux.
+//   ASYNC_NO_MEMBARRIER    define to 1 to make the bounded queue's hand-over an exchange on
+//                          every call, as where Linux's membarrier is missing
+//                          (detail/asymmetric_fence.h).
 //   ASYNC_TEST_PERTURB     the library's tests only: define to 1 to turn every ASYNC_PERTURB()
 //                          point into a random yield or short sleep (detail/perturb.h). Never
 //                          in a user's build: it makes every operation slower.
@@ -22,6 +25,8 @@
 //   ASYNC_ARCH_NAME        a string literal naming the detected architecture
 //   ASYNC_CPLUSPLUS        14, 17 or 20 (the language version the header is compiled as)
 //   ASYNC_HAS_FUTEX        1 where waiters park on a Linux futex
+//   ASYNC_HAS_MEMBARRIER   1 where the system call for asymmetric fences may exist (Linux); the
+//                          kernel is asked at run time
 //   ASYNC_TSAN             1 when compiled with ThreadSanitizer
 //   ASYNC_LIKELY(x), ASYNC_UNLIKELY(x), ASYNC_ALWAYS_INLINE, ASYNC_NOINLINE, ASYNC_HOT_INLINE,
 //   ASYNC_PROCESS_WIDE, ASYNC_NODISCARD
@@ -88,6 +93,11 @@
 #define ASYNC_HAS_FUTEX 1
 #else
 #define ASYNC_HAS_FUTEX 0
+#endif
+#if defined(__linux__) && !(defined(ASYNC_NO_MEMBARRIER) && ASYNC_NO_MEMBARRIER)
+#define ASYNC_HAS_MEMBARRIER 1
+#else
+#define ASYNC_HAS_MEMBARRIER 0
 #endif
 
 // ---- sanitizers -------------------------------------------------------------------------------

@@ -19,17 +19,30 @@
 //
 //   owner:   own(word, mine)             is it my turn now? (fast path, no waiting)
 //            await(word, ready, ...)     spin, yield, then park until ready(word) holds
-//   hander:  publish(word, next)         hand the word on to the next turn; wakes sleepers
+//   hander:  publish(word, next, ...)    hand the word on to the next turn; wakes sleepers
 //   closer:  wake(word)                  clears the sleeper bit and wakes sleepers (close())
 //
-// Every change of the word is an exchange (publish) or a CAS (wake, a waiter setting its
-// bit), so whoever changes the word sees the bit in the same atomic step, and makes the
-// wake-up syscall only then: a hand-over that nobody waits for costs no syscall.
+// Two ways to hand a word on, chosen per queue when it is made:
+//
+//   exchange: every change of the word is an exchange (publish) or a CAS (wake, a waiter
+//     setting its bit), so whoever changes the word sees the bit in the same atomic step, and
+//     makes the wake-up syscall only then: a hand-over that nobody waits for costs no syscall.
+//     The exchange is a locked instruction on every hand-over, waiters or not.
+//
+//   store (where asymmetric fences exist, detail/asymmetric_fence.h): the queue also counts
+//     the threads that are about to park or parked on any of its words. While the count is 0,
+//     publish is a plain release store, a compiler barrier, and a load of the count; a waiter
+//     raises the count and makes the heavy fence before it looks at the word for the last time.
+//     So either the waiter sees the new value (and does not sleep), or the publisher sees the
+//     count (and wakes the word's sleepers): the waiter pays the fence, once per wait that
+//     parks, instead of every hand-over. While the count is not 0 publish exchanges, as above,
+//     so that hand-overs with sleepers about do not each make a syscall.
 #ifndef ASYNC_DETAIL_BOUNDED_TURN_H
 #define ASYNC_DETAIL_BOUNDED_TURN_H
 
 #include "../config.h"
 
+#include "../asymmetric_fence.h"
 #include "../deadline.h"
 #include "../park.h"
 #include "../perturb.h"
@@ -40,6 +53,59 @@
 
 namespace async {
 namespace detail {
+
+// The queue's sleeper word, where hand-overs are plain stores: twice the number of waiters that
+// are about to park or parked, plus the fenced bit. The bit says that a heavy fence was made
+// while the word was above 0, and that the word has not been 0 since: every publisher's look
+// at the word after that fence saw it above 0 (and exchanged, or woke), so a waiter that finds
+// the bit need not fence again. Waiters leave the bit behind when the last one goes (the word
+// lingers at 1: hand-overs keep exchanging), and a hand-over ends the lingering once per
+// `linger_tickets` tickets (turn::publish): a queue whose threads park often pays the heavy
+// fence about once per that many hand-overs, not once per park, and a queue where nobody parks
+// any more is back to plain stores soon after.
+struct sleeper_word {
+  static constexpr std::uint64_t fenced = 1;
+  static constexpr std::uint64_t one = 2;
+  static constexpr std::uint64_t lingering = fenced;
+  static constexpr std::uint64_t linger_tickets = 1024;
+};
+
+// A waiter that is about to park, counted in its queue's sleeper word until it returns (see
+// sleeper_word); nothing where the queue hands over by exchange alone.
+template <typename Count>
+class counted_sleeper {
+public:
+  explicit counted_sleeper(Count* word) noexcept : word_(word) {}
+  counted_sleeper(const counted_sleeper&) = delete;
+  counted_sleeper& operator=(const counted_sleeper&) = delete;
+  ~counted_sleeper() {
+    if (counted_) {
+      // relaxed: a publisher that still sees this waiter counted only wakes the word in vain.
+      // The fenced bit stays: see sleeper_word.
+      word_->fetch_sub(sleeper_word::one, std::memory_order_relaxed);
+    }
+  }
+
+  void enter() noexcept {
+    if (word_ == nullptr) {
+      return;
+    }
+    // (TW7) seq_cst, then the heavy fence: pairs with (TW6). Every look at the turn word after
+    // this sees the publishes that did not see the count. Acquire, where the fenced bit is
+    // found: pairs with the release below, after the fence that bit stands for.
+    const std::uint64_t before = word_->fetch_add(sleeper_word::one, std::memory_order_seq_cst);
+    counted_ = true;
+    if ((before & sleeper_word::fenced) == 0) {
+      asymmetric_fence_heavy();
+      ASYNC_PERTURB(); // fenced, the bit not yet set
+      word_->fetch_or(sleeper_word::fenced, std::memory_order_release);
+    }
+  }
+
+private:
+  Count* word_;
+  bool counted_ = false;
+};
 
 struct turn {
   /// Set in the word by a thread that parks on it.
@@ -90,9 +156,35 @@ struct turn {
     return word.load(std::memory_order_acquire) == wanted;
   }
 
-  /// Hands the word on: stores `value` and wakes the threads parked on it, if any.
-  template <typename Word>
-  static void publish(Word& word, std::uint64_t value) noexcept {
+  /// Hands the word on: stores `value` and wakes the threads parked on it, if any. `sleepers`
+  /// is the queue's count of waiters that park (see await), or null where the queue hands over
+  /// by exchange alone (see the top of this file).
+  template <typename Word, typename Count>
+  static void publish(Word& word, std::uint64_t value, Count* sleepers) noexcept {
+    // relaxed: only picks the way; the load after the store below is the one that counts.
+    const std::uint64_t counted =
+        sleepers != nullptr ? sleepers->load(std::memory_order_relaxed) : 0;
+    if (sleepers != nullptr && counted == 0) {
+      // (TW5) release: as (TW2). Then the light fence and (TW6), the count read again: pairs
+      // with (TW7) and the heavy fence in await(). A waiter that raised the count before this
+      // point is woken; one that raises it later looks at the word after its heavy fence and
+      // sees `value`.
+      word.store(value, std::memory_order_release);
+      asymmetric_fence_light();
+      ASYNC_PERTURB(); // stored, the count not yet read again
+      if (ASYNC_UNLIKELY(sleepers->load(std::memory_order_relaxed) != 0)) {
+        unpark_all(&word);
+      }
+      return;
+    }
+    if (ASYNC_UNLIKELY(counted == sleeper_word::lingering) &&
+        (value / 8) % sleeper_word::linger_tickets == 0) {
+      // Nobody waits, and nobody has for a while: back to plain stores. The next waiter finds
+      // the word at 0 and fences again (value / 8 is the ticket). relaxed: the word is only
+      // ever read for its value.
+      std::uint64_t expected = sleeper_word::lingering;
+      sleepers->compare_exchange_strong(expected, 0, std::memory_order_relaxed);
+    }
     // (TW2) release: publishes what the caller did before (an element constructed or moved
     // out); pairs with (TW1) and (TW3). The exchange also reads the sleeper bit in the same
     // atomic step: a thread that set it before this point is woken; one that tries later fails
@@ -120,11 +212,13 @@ struct turn {
   /// Waits until ready(value of the word) holds, interrupted() holds, or the deadline (if not
   /// null) passes: first `policy.wait()` rounds of active waiting (spin, then yield), then
   /// parked. interrupted() is re-evaluated after the sleeper bit is set and before sleeping; a
-  /// thread that makes it true must then call wake() on the word.
-  template <typename Word, typename Ready, typename Interrupted, typename Backoff>
-  static waited await(Word& word, Ready ready, Interrupted interrupted,
+  /// thread that makes it true must then call wake() on the word. `sleepers` as in publish:
+  /// a wait that parks is counted there from its last look at the word until it returns.
+  template <typename Word, typename Count, typename Ready, typename Interrupted, typename Backoff>
+  static waited await(Word& word, Count* sleepers, Ready ready, Interrupted interrupted,
                       const wait_clock::time_point* deadline, Backoff& active) {
     bool spinning = true;
+    counted_sleeper<Count> counted(sleepers);
     for (;;) {
       // (TW3) acquire: pairs with (TW2), whichever publish made the word ready.
       std::uint64_t v = word.load(std::memory_order_acquire);
@@ -138,7 +232,14 @@ struct turn {
       if (spinning && active.wait()) {
         continue;
       }
-      spinning = false;
+      if (spinning) {
+        spinning = false;
+        if (deadline != nullptr && *deadline != no_deadline() && wait_clock::now() >= *deadline) {
+          return waited::timed_out; // would not park: no need to be counted (and fenced)
+        }
+        counted.enter();
+        continue; // the last look, after the heavy fence
+      }
       ASYNC_PERTURB(); // about to set the sleeper bit
       if ((v & sleeper_bit) == 0) {
         // (TW4) seq_cst: ordered before the interrupted() check below; pairs with the

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// Asymmetric fences, for a store-then-load handshake (Dekker's) between a side that runs on
+// every operation and a side that runs rarely:
+//
+//   frequent side:  store A;  fence_light();  load B
+//   rare side:      store B;  fence_heavy();  load A
+//
+// Either the rare side's load sees A, or the frequent side's load sees B (or both). A full
+// fence on each side gives that too, but costs the frequent side a locked instruction per
+// operation. Here the frequent side pays a compiler barrier only, and the rare side asks the
+// kernel (Linux's membarrier, private expedited) to run a full barrier on every CPU that is
+// running a thread of this process: a frequent-side thread that had done its store before that
+// point has made it visible by the time fence_heavy() returns, and one that loads after that
+// point sees B, which was stored before it.
+//
+// Whether the kernel offers this is checked once per process (Linux 4.14 and later register a
+// process for it; a seccomp filter, qemu-user or an old kernel may refuse). Where it is not
+// offered, or with ASYNC_NO_MEMBARRIER=1, asymmetric_fences_available() is false and callers
+// keep a symmetric protocol: they must not call the fences then.
+#ifndef ASYNC_DETAIL_ASYMMETRIC_FENCE_H
+#define ASYNC_DETAIL_ASYMMETRIC_FENCE_H
+
+#include "config.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#if ASYNC_HAS_MEMBARRIER
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace async {
+namespace detail {
+
+/// Test seam, not part of the API: set to true before a queue is constructed, it makes that
+/// queue keep the symmetric protocol, as where the kernel offers no asymmetric fence.
+ASYNC_PROCESS_WIDE inline std::atomic<bool>& asymmetric_fences_refused() noexcept {
+  static std::atomic<bool> refused{false};
+  return refused;
+}
+
+#if ASYNC_HAS_MEMBARRIER && defined(SYS_membarrier)
+
+// The membarrier commands (linux/membarrier.h; their values are the kernel's ABI, spelled out
+// here so that older kernel headers do).
+constexpr int membarrier_query = 0;
+constexpr int membarrier_private_expedited = 1 << 3;
+constexpr int membarrier_register_private_expedited = 1 << 4;
+
+inline long membarrier_call(int command) noexcept { return syscall(SYS_membarrier, command, 0); }
+
+/// Whether this process may use the asymmetric fences: asked of the kernel once, at the first
+/// call (which registers the process). Thread-safe.
+ASYNC_PROCESS_WIDE inline bool membarrier_registered() noexcept {
+  static const bool registered = [] {
+    const long commands = membarrier_call(membarrier_query);
+    return commands > 0 && (commands & membarrier_private_expedited) != 0 &&
+           membarrier_call(membarrier_register_private_expedited) == 0;
+  }();
+  return registered;
+}
+
+inline bool asymmetric_fences_available() noexcept {
+  return !asymmetric_fences_refused().load(std::memory_order_relaxed) && membarrier_registered();
+}
+
+/// The frequent side's fence: the compiler keeps the store before the load; the processor may
+/// not, and fence_heavy() makes up for that.
+inline void asymmetric_fence_light() noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
+/// The rare side's fence: a full barrier on every CPU running a thread of this process, and on
+/// this one. Only after asymmetric_fences_available() said true.
+inline void asymmetric_fence_heavy() noexcept {
+  if (ASYNC_LIKELY(membarrier_call(membarrier_private_expedited) == 0)) {
+    return;
+  }
+  // The registration belongs to the address space: a child made by fork() may not have it.
+  // Register again; a kernel that accepted it once does again. If it does not, the frequent
+  // sides' compiler barriers are not enough and no waiting thread could be sure to be woken:
+  // stop rather than lose a wake-up.
+  if (membarrier_call(membarrier_register_private_expedited) != 0 ||
+      membarrier_call(membarrier_private_expedited) != 0) {
+    std::abort();
+  }
+}
+
+#else
+
+inline bool asymmetric_fences_available() noexcept { return false; }
+inline void asymmetric_fence_light() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void asymmetric_fence_heavy() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+#endif
+
+} // namespace detail
+} // namespace async
+
+#endif // ASYNC_DETAIL_ASYMMETRIC_FENCE_H
