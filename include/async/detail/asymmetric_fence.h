@@ -45,20 +45,16 @@ ASYNC_PROCESS_WIDE inline std::atomic<bool>& asymmetric_fences_refused() noexcep
 
 // The membarrier commands (linux/membarrier.h; their values are the kernel's ABI, spelled out
 // here so that older kernel headers do).
-constexpr int membarrier_query = 0;
 constexpr int membarrier_private_expedited = 1 << 3;
 constexpr int membarrier_register_private_expedited = 1 << 4;
 
 inline long membarrier_call(int command) noexcept { return syscall(SYS_membarrier, command, 0); }
 
 /// Whether this process may use the asymmetric fences: asked of the kernel once, at the first
-/// call (which registers the process). Thread-safe.
+/// call, by registering the process (a kernel without the command answers EINVAL or ENOSYS, a
+/// sandbox may answer EPERM). Thread-safe.
 ASYNC_PROCESS_WIDE inline bool membarrier_registered() noexcept {
-  static const bool registered = [] {
-    const long commands = membarrier_call(membarrier_query);
-    return commands > 0 && (commands & membarrier_private_expedited) != 0 &&
-           membarrier_call(membarrier_register_private_expedited) == 0;
-  }();
+  static const bool registered = membarrier_call(membarrier_register_private_expedited) == 0;
   return registered;
 }
 
@@ -75,15 +71,10 @@ inline void asymmetric_fence_light() noexcept {
 /// The rare side's fence: a full barrier on every CPU running a thread of this process, and on
 /// this one. Only after asymmetric_fences_available() said true.
 inline void asymmetric_fence_heavy() noexcept {
-  if (ASYNC_LIKELY(membarrier_call(membarrier_private_expedited) == 0)) {
-    return;
-  }
-  // The registration belongs to the address space: a child made by fork() may not have it.
-  // Register again; a kernel that accepted it once does again. If it does not, the frequent
-  // sides' compiler barriers are not enough and no waiting thread could be sure to be woken:
-  // stop rather than lose a wake-up.
-  if (membarrier_call(membarrier_register_private_expedited) != 0 ||
-      membarrier_call(membarrier_private_expedited) != 0) {
+  // The registration holds for the process's life (a child made by fork() keeps it), so the
+  // kernel does not refuse this call. Were it to, the frequent sides' compiler barriers would
+  // not be enough and a waiting thread could sleep through its wake-up: stop instead.
+  if (ASYNC_UNLIKELY(membarrier_call(membarrier_private_expedited) != 0)) {
     std::abort();
   }
 }
