@@ -44,7 +44,7 @@ struct bounded_traits {
   /// The false-sharing granule in bytes (a power of two, at least 8; the default is
   /// detail::cache_line_size, ASYNC_CACHE_LINE_SIZE). The head and tail counters are kept
   /// this far apart, and consecutive tickets are spread over different lines of this size
-  /// (in blocks of 16 lines, so that a line comes back 16 tickets later).
+  /// (in blocks of 16 lines, so that a line comes back 16 tickets later; see SPREAD_TICKETS).
   static constexpr std::size_t CachelineSize = detail::cache_line_size;
 
   /// How many times a blocking call executes the pause instruction while it waits for its
@@ -53,6 +53,18 @@ struct bounded_traits {
   /// element between two running threads without a syscall, short enough that a waiter on an
   /// idle queue costs almost no CPU. 0 parks at once.
   static constexpr unsigned SPIN_BUDGET = 256;
+
+  /// Where consecutive tickets lie in the ring.
+  ///   true:  on different cache lines (in blocks of 16 lines), so that threads holding
+  ///          neighbouring tickets (several producers or consumers at once) never write the
+  ///          same line.
+  ///   false: side by side, as many slots to a line as fit (4 for an 8-byte element with
+  ///          64-byte lines, 8 with 128): a producer and a consumer that follow each other
+  ///          touch a new line every few tickets instead of every ticket, and several threads
+  ///          per side write shared lines. For one producer with one consumer: 1.26x-1.42x
+  ///          the try calls' throughput on the 2-core VM (docs/benchmarks.md, "Where we are
+  ///          behind").
+  static constexpr bool SPREAD_TICKETS = true;
 
   /// The ticket type, as the original library named it here. Tickets and turns are 64-bit
   /// whatever a traits struct says: one that names another type is a compile error.
@@ -124,6 +136,7 @@ class bounded_queue : private detail::ticket_counters_for<Traits, bounded_traits
   static constexpr bool noexcept_check = detail::knob_noexcept_check<Traits, bounded_traits>::value;
   static constexpr std::size_t line_size = detail::knob_cacheline<Traits, bounded_traits>::value;
   static constexpr unsigned spin_budget = detail::knob_spin_budget<Traits, bounded_traits>::value;
+  static constexpr bool spread_tickets = detail::knob_spread_tickets<Traits, bounded_traits>::value;
   static_assert(line_size >= sizeof(std::uint64_t) && (line_size & (line_size - 1)) == 0,
                 "bounded_queue: Traits::CachelineSize must be a power of two of at least 8.");
   static_assert(detail::sequence_type_ok<Traits>::value,
@@ -165,8 +178,10 @@ public:
   /// (construction).
   bounded_queue(std::size_t capacity, detail::first_ticket start)
       : counters(start.value), capacity_(checked_capacity(capacity)),
-        layout_(capacity_, slots_per_line), ring_slots_(layout_.slot_count()),
-        pow2_((capacity_ & (capacity_ - 1)) == 0), mask_(capacity_ - 1),
+        layout_(capacity_, slots_per_line,
+                spread_tickets ? std::size_t{detail::ring_layout::max_spread} : std::size_t{1}),
+        ring_slots_(layout_.slot_count()), pow2_((capacity_ & (capacity_ - 1)) == 0),
+        mask_(capacity_ - 1),
         sleepers_seen_(detail::asymmetric_fences_available() ? &sleepers_ : nullptr) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));

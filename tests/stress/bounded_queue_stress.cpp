@@ -117,6 +117,12 @@ TEST_CASE("try, timed and blocking calls mixed on one queue", "[bounded_queue][s
   run_every_shape<async::bounded_traits>({2, 1000}, 100000, style::mixed);
 }
 
+TEST_CASE("tickets side by side (SPREAD_TICKETS = false): mixed calls and calls that park",
+          "[bounded_queue][stress]") {
+  run_every_shape<async_test::side_by_side<async::bounded_traits>>({3, 1000}, 100000, style::mixed);
+  run_every_shape<async_test::side_by_side<no_spin_traits>>({2, 64}, 20000, style::blocking);
+}
+
 TEST_CASE("tickets wrap around 2^64 under concurrency", "[bounded_queue][stress]") {
   for (std::size_t cap : {1u, 8u, 64u}) {
     INFO("capacity " << cap);

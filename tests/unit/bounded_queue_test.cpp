@@ -131,10 +131,13 @@ TEST_CASE("a ring whose second allocation fails frees the first", "[bounded_queu
 }
 #endif
 
-TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[bounded_queue]") {
+namespace {
+
+template <typename Traits>
+void try_calls_lap_after_lap() {
   for (std::size_t cap : {1u, 2u, 3u, 5u, 7u, 65u, 100u, 1000u, 1024u, 1100u}) {
     INFO("capacity " << cap);
-    bounded_queue<int> q(cap);
+    bounded_queue<int, Traits> q(cap);
     CHECK(q.capacity() == cap);
     CHECK(q.size() == cap); // the original's meaning of size()
     int out = -1;
@@ -159,6 +162,34 @@ TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[
       REQUIRE(q.enqueue(next_in++));
       REQUIRE(q.dequeue(out));
       REQUIRE(out == next_out++);
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[bounded_queue]") {
+  try_calls_lap_after_lap<async::bounded_traits>();
+}
+
+TEST_CASE("the same with tickets side by side (SPREAD_TICKETS = false)", "[bounded_queue]") {
+  try_calls_lap_after_lap<async_test::side_by_side<async::bounded_traits>>();
+}
+
+TEST_CASE("the ring layout without spreading (SPREAD_TICKETS = false) is the identity",
+          "[bounded_queue]") {
+  using async::detail::ring_layout;
+  for (std::size_t per_line : {1u, 2u, 4u, 8u}) {
+    for (std::size_t c : {1u, 3u, 7u, 8u, 9u, 1000u, 1024u, 1025u}) {
+      INFO("capacity " << c << ", " << per_line << " slots per line");
+      const ring_layout l(c, per_line, 1);
+      REQUIRE(l.slot_count() >= c);
+      REQUIRE(l.slot_count() < c + per_line); // padding: less than one line
+      std::size_t moved = 0;
+      for (std::size_t k = 0; k < c; ++k) {
+        moved += l.physical(k) == k ? 0 : 1;
+      }
+      REQUIRE(moved == 0);
     }
   }
 }

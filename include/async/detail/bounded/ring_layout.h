@@ -47,13 +47,16 @@ public:
   /// different lines.
   static constexpr std::size_t max_spread = 16;
 
-  /// `capacity` >= 1 logical slots; `slots_per_line` (a power of two) slots fit in one line.
-  ring_layout(std::size_t capacity, std::size_t slots_per_line) noexcept {
+  /// `capacity` >= 1 logical slots; `slots_per_line` (a power of two) slots fit in one line; a
+  /// block spreads over at most `most_lines` lines (a power of two up to max_spread; 1: no
+  /// spreading, index k in slot k).
+  ring_layout(std::size_t capacity, std::size_t slots_per_line,
+              std::size_t most_lines = max_spread) noexcept {
     // A ring shorter than a line has nothing to spread.
     per_line_ = slots_per_line <= capacity ? slots_per_line : 1;
     const std::size_t lines = (capacity + per_line_ - 1) / per_line_;
     spread_ = 1;
-    while (spread_ * 2 <= max_spread && spread_ * 2 <= lines) {
+    while (spread_ * 2 <= most_lines && spread_ * 2 <= lines) {
       spread_ *= 2;
     }
     line_shift_ = log2_of(per_line_);
