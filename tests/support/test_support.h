@@ -77,10 +77,9 @@ inline std::size_t scaled(std::size_t n, std::size_t minimum = 1000) {
   return std::max(v, minimum);
 }
 
-/// Releases all participants at once, so that threads really run against each other.
-// While one lives, the bounded queues made hand their slots over by exchange, as where the
-// kernel offers no asymmetric fence (detail/asymmetric_fence.h, detail/bounded/turn.h): the
-// other protocol, on a machine that has the fence. A queue keeps the way it was made with.
+/// While one lives, the bounded queues made hand their slots over by exchange, as where the
+/// kernel offers no asymmetric fence (detail/asymmetric_fence.h, detail/bounded/turn.h): the
+/// other protocol, on a machine that has the fence. A queue keeps the way it was made with.
 class exchange_hand_overs {
 public:
   exchange_hand_overs() { async::detail::asymmetric_fences_refused().store(true); }
@@ -89,6 +88,7 @@ public:
   ~exchange_hand_overs() { async::detail::asymmetric_fences_refused().store(false); }
 };
 
+/// Releases all participants at once, so that threads really run against each other.
 class start_barrier {
 public:
   explicit start_barrier(std::size_t parties) : waiting_(parties) {}
@@ -350,6 +350,9 @@ child_outcome run_in_child(Body body, std::chrono::seconds limit = std::chrono::
     } catch (...) {
       _exit(3); // never back into the test runner, in the child
     }
+#if ASYNC_TEST_GCOV_DUMP
+    __gcov_dump(); // _exit skips the exit-time write too
+#endif
     _exit(0);
   }
   close(out[1]);

@@ -23,6 +23,15 @@
 #if defined(__linux__)
 #include <sys/resource.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <cerrno>
+#include <cstddef>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#endif
 
 using async::bounded_queue;
 using async_test::throws_on;
@@ -167,6 +176,62 @@ void try_calls_lap_after_lap() {
 }
 
 } // namespace
+
+#if defined(__linux__) && defined(__x86_64__) && ASYNC_HAS_MEMBARRIER
+// A program that sandboxes itself after making its queues (a server dropping privileges): a
+// seccomp filter that answers EPERM to membarrier. The waiter whose fence is refused makes the
+// queue hand over by exchange for good, parks briefly once, and nothing is lost; queues made
+// later exchange from the start. In a child, since a filter cannot be taken back.
+TEST_CASE("a membarrier refused after the queue was made: hand-overs fall back to exchanges",
+          "[bounded_queue]") {
+  const async_test::child_outcome child = async_test::run_in_child([] {
+    if (!async::detail::asymmetric_fences_available()) {
+      std::printf("skipped: no membarrier here\n");
+      std::fflush(stdout);
+      return;
+    }
+    bounded_queue<int, async_test::no_spin<async::bounded_traits>> q(1);
+    sock_filter rules[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof rules / sizeof rules[0]), rules};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      std::printf("skipped: no seccomp filter here\n");
+      std::fflush(stdout);
+      return;
+    }
+    // A consumer parks on the empty ring (its fence is refused), then the two sides hand the
+    // one slot back and forth, each parking in turn.
+    constexpr int items = 2000;
+    int wrong = 0;
+    std::thread consumer([&] {
+      for (int k = 0; k < items; ++k) {
+        int v = -1;
+        wrong += q.blocking_dequeue(v) && v == k ? 0 : 1;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int k = 0; k < items; ++k) {
+      q.blocking_enqueue(k);
+    }
+    consumer.join();
+    std::printf("wrong %d, fences %s, a new queue %s\n", wrong,
+                async::detail::asymmetric_fences_lost().load() ? "lost" : "kept",
+                async::detail::asymmetric_fences_available() ? "stores" : "exchanges");
+    std::fflush(stdout); // the child ends with _exit
+  });
+  INFO(child.output);
+  REQUIRE(child.ended);
+  CHECK(WIFEXITED(child.status));
+  if (child.output.find("skipped") == std::string::npos) {
+    CHECK(child.output.find("wrong 0, fences lost, a new queue exchanges") != std::string::npos);
+  }
+}
+#endif
 
 TEST_CASE("try calls report full and empty at every capacity, lap after lap", "[bounded_queue]") {
   try_calls_lap_after_lap<async::bounded_traits>();

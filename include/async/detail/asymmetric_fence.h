@@ -17,14 +17,16 @@
 // Whether the kernel offers this is checked once per process (Linux 4.14 and later register a
 // process for it; a seccomp filter, qemu-user or an old kernel may refuse). Where it is not
 // offered, or with ASYNC_NO_MEMBARRIER=1, asymmetric_fences_available() is false and callers
-// keep a symmetric protocol: they must not call the fences then.
+// keep a symmetric protocol: they must not call the fences then. A heavy fence that the kernel
+// refuses later (a sandbox installed after the first queue was made) returns false: the caller
+// must then make its protocol symmetric for good (detail/bounded/turn.h shows how), and
+// asymmetric_fences_available() is false from then on.
 #ifndef ASYNC_DETAIL_ASYMMETRIC_FENCE_H
 #define ASYNC_DETAIL_ASYMMETRIC_FENCE_H
 
 #include "config.h"
 
 #include <atomic>
-#include <cstdlib>
 
 #if ASYNC_HAS_MEMBARRIER
 #include <sys/syscall.h>
@@ -39,6 +41,12 @@ namespace detail {
 ASYNC_PROCESS_WIDE inline std::atomic<bool>& asymmetric_fences_refused() noexcept {
   static std::atomic<bool> refused{false};
   return refused;
+}
+
+/// Set when the kernel refused a heavy fence after it had registered the process.
+ASYNC_PROCESS_WIDE inline std::atomic<bool>& asymmetric_fences_lost() noexcept {
+  static std::atomic<bool> lost{false};
+  return lost;
 }
 
 #if ASYNC_HAS_MEMBARRIER && defined(SYS_membarrier)
@@ -59,7 +67,8 @@ ASYNC_PROCESS_WIDE inline bool membarrier_registered() noexcept {
 }
 
 inline bool asymmetric_fences_available() noexcept {
-  return !asymmetric_fences_refused().load(std::memory_order_relaxed) && membarrier_registered();
+  return !asymmetric_fences_refused().load(std::memory_order_relaxed) &&
+         !asymmetric_fences_lost().load(std::memory_order_relaxed) && membarrier_registered();
 }
 
 /// The frequent side's fence: the compiler keeps the store before the load; the processor may
@@ -69,14 +78,15 @@ inline void asymmetric_fence_light() noexcept {
 }
 
 /// The rare side's fence: a full barrier on every CPU running a thread of this process, and on
-/// this one. Only after asymmetric_fences_available() said true.
-inline void asymmetric_fence_heavy() noexcept {
-  // The registration holds for the process's life (a child made by fork() keeps it), so the
-  // kernel does not refuse this call. Were it to, the frequent sides' compiler barriers would
-  // not be enough and a waiting thread could sleep through its wake-up: stop instead.
-  if (ASYNC_UNLIKELY(membarrier_call(membarrier_private_expedited) != 0)) {
-    std::abort();
+/// this one. Only after asymmetric_fences_available() said true. False when the kernel refused
+/// it (the registration survives fork(), but a seccomp filter installed since, or a process
+/// restored from a checkpoint, may refuse): then no fence was made.
+inline bool asymmetric_fence_heavy() noexcept {
+  if (ASYNC_LIKELY(membarrier_call(membarrier_private_expedited) == 0)) {
+    return true;
   }
+  asymmetric_fences_lost().store(true, std::memory_order_relaxed);
+  return false;
 }
 
 #else
@@ -85,8 +95,9 @@ inline bool asymmetric_fences_available() noexcept { return false; }
 inline void asymmetric_fence_light() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
-inline void asymmetric_fence_heavy() noexcept {
+inline bool asymmetric_fence_heavy() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  return true;
 }
 
 #endif

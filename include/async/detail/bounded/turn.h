@@ -63,11 +63,18 @@ namespace detail {
 // `linger_tickets` tickets (turn::publish): a queue whose threads park often pays the heavy
 // fence about once per that many hand-overs, not once per park, and a queue where nobody parks
 // any more is back to plain stores soon after.
+//
+// Should the kernel refuse a heavy fence (a sandbox installed after the queue was made), the
+// waiter sets the exchanging bit, which keeps the word above 0 for good: every later hand-over
+// exchanges. A publisher that read 0 just before may have stored without a fence; its store
+// leaves the processor's store buffer within microseconds, so that waiter's first park lasts
+// at most a millisecond, and it looks at the word again.
 struct sleeper_word {
   static constexpr std::uint64_t fenced = 1;
   static constexpr std::uint64_t one = 2;
   static constexpr std::uint64_t lingering = fenced;
   static constexpr std::uint64_t linger_tickets = 1024;
+  static constexpr std::uint64_t exchanging = std::uint64_t(1) << 63;
 };
 
 // A waiter that is about to park, counted in its queue's sleeper word until it returns (see
@@ -96,15 +103,32 @@ public:
     const std::uint64_t before = word_->fetch_add(sleeper_word::one, std::memory_order_seq_cst);
     counted_ = true;
     if ((before & sleeper_word::fenced) == 0) {
-      asymmetric_fence_heavy();
+      if (ASYNC_UNLIKELY(!asymmetric_fence_heavy())) {
+        word_->fetch_or(sleeper_word::exchanging | sleeper_word::fenced, std::memory_order_seq_cst);
+        unfenced_ = true; // see sleeper_word
+        return;
+      }
       ASYNC_PERTURB(); // fenced, the bit not yet set
       word_->fetch_or(sleeper_word::fenced, std::memory_order_release);
     }
   }
 
+  /// Once, after the kernel refused this waiter's fence: how long its first park may last (see
+  /// sleeper_word); `deadline` otherwise.
+  const wait_clock::time_point* park_until(const wait_clock::time_point* deadline,
+                                           wait_clock::time_point& soon) noexcept {
+    if (ASYNC_LIKELY(!unfenced_)) {
+      return deadline;
+    }
+    unfenced_ = false;
+    soon = wait_clock::now() + std::chrono::milliseconds(1);
+    return deadline != nullptr && *deadline < soon ? deadline : &soon;
+  }
+
 private:
   Count* word_;
   bool counted_ = false;
+  bool unfenced_ = false;
 };
 
 struct turn {
@@ -262,7 +286,9 @@ struct turn {
         return waited::interrupted;
       }
       ASYNC_PERTURB(); // about to park
-      if (!park(&word, v, deadline)) {
+      wait_clock::time_point soon;
+      const wait_clock::time_point* until = counted.park_until(deadline, soon);
+      if (!park(&word, v, until) && until == deadline) {
         return ready(word.load(std::memory_order_acquire)) ? waited::ready : waited::timed_out;
       }
     }
