@@ -204,13 +204,15 @@ TEST_CASE("a membarrier refused after the queue was made: hand-overs fall back t
       std::fflush(stdout);
       return;
     }
-    // A consumer parks on the empty ring (its fence is refused), then the two sides hand the
-    // one slot back and forth, each parking in turn.
+    // A consumer parks on the empty ring (its fence is refused; a timed call, whose deadline
+    // lies beyond the short first park), then the two sides hand the one slot back and forth,
+    // each parking in turn.
     constexpr int items = 2000;
     int wrong = 0;
     std::thread consumer([&] {
-      for (int k = 0; k < items; ++k) {
-        int v = -1;
+      int v = -1;
+      wrong += q.dequeue_for(v, std::chrono::seconds(10)) && v == 0 ? 0 : 1;
+      for (int k = 1; k < items; ++k) {
         wrong += q.blocking_dequeue(v) && v == k ? 0 : 1;
       }
     });
