@@ -67,8 +67,9 @@ namespace detail {
 // Should the kernel refuse a heavy fence (a sandbox installed after the queue was made), the
 // waiter sets the exchanging bit, which keeps the word above 0 for good: every later hand-over
 // exchanges. A publisher that read 0 just before may have stored without a fence; its store
-// leaves the processor's store buffer within microseconds, so that waiter's first park lasts
-// at most a millisecond, and it looks at the word again.
+// leaves the processor's store buffer within microseconds, so the first park of every wait
+// that finds the bit (or sets it) lasts at most a millisecond, and the waiter looks at the
+// word again: one early wake-up per wait, in a queue that lost its fences.
 struct sleeper_word {
   static constexpr std::uint64_t fenced = 1;
   static constexpr std::uint64_t one = 2;
@@ -102,6 +103,10 @@ public:
     // found: pairs with the release below, after the fence that bit stands for.
     const std::uint64_t before = word_->fetch_add(sleeper_word::one, std::memory_order_seq_cst);
     counted_ = true;
+    if (ASYNC_UNLIKELY((before & sleeper_word::exchanging) != 0)) {
+      unfenced_ = true; // see sleeper_word
+      return;
+    }
     if ((before & sleeper_word::fenced) == 0) {
       if (ASYNC_UNLIKELY(!asymmetric_fence_heavy())) {
         word_->fetch_or(sleeper_word::exchanging | sleeper_word::fenced, std::memory_order_seq_cst);
@@ -113,7 +118,7 @@ public:
     }
   }
 
-  /// Once, after the kernel refused this waiter's fence: how long its first park may last (see
+  /// Once, where the queue lost its fences: how long this waiter's first park may last (see
   /// sleeper_word); `deadline` otherwise.
   const wait_clock::time_point* park_until(const wait_clock::time_point* deadline,
                                            wait_clock::time_point& soon) noexcept {
