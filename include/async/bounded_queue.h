@@ -237,9 +237,13 @@ public:
   ASYNC_NODISCARD bool enqueue(Args&&... args) {
     // The common case inline, in the steps of the plain per-slot sequence ring: the tail's slot
     // is free for the tail's ticket and the CAS takes it (weak: a spurious failure goes on to
-    // the loop). Anything else (full, another producer first) goes to the loop, out of line. A
-    // close is seen after the CAS, as blocking_enqueue sees it after its fetch_add: a ticket
-    // taken past the close's last one holds nothing, and nobody waits for it.
+    // the loop). Anything else (full, another producer first) goes to the loop, out of line.
+    // The close is looked at before the CAS too, as in the loop: a try call that comes after
+    // another has seen the queue closing (or after is_closed()) must not take a ticket that
+    // close() has yet to place after the last one, and succeed.
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
+      return false;
+    }
     std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
     slot& s = slot_of(t);
     // (BE1) acquire, as in claim_for_producer.
