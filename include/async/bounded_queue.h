@@ -269,37 +269,22 @@ public:
   ///         that consumers skip.
   template <typename... Args>
   bool blocking_enqueue(Args&&... args) {
-    // While producers are crowded (see await_turn), a full queue is waited on without a
-    // ticket: a producer holding one can only go when its own slot frees, so where threads
-    // outnumber cores, tickets queued behind a full ring make every hand-off wait for one
-    // particular thread to be scheduled (the funnel benchmark shows it; docs/benchmarks.md,
-    // "Blocking calls take their ticket at once"). Otherwise the ticket is taken at once, without a
-    // look at the tail.
+    // The common case inline: no crowding, the queue open, and the ticket's slot already free.
+    // Anything else goes out of line (blocking_enqueue_crowded, enqueue_on_ticket).
     const std::uint64_t crowded_at = producers_crowded_.load(std::memory_order_relaxed);
-    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(tail_.value, turn::free)) { // full
-      return enqueue_when_room(nullptr, std::forward<Args>(args)...);
+    if (ASYNC_UNLIKELY(crowded_at != 0)) {
+      return blocking_enqueue_crowded(crowded_at, std::forward<Args>(args)...);
     }
     // (BP1) acquire: pairs with (BC1) in close(), so that a ticket taken after close() sees it.
     const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_acquire);
-    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
-        ticket_after_close(t)) {
-      return false;
-    }
-    ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
-    forget_crowding(producers_crowded_, crowded_at, t);
-    slot& s = slot_of(t);
-    const std::uint64_t wanted = turn::of(t, turn::free);
-    if (ASYNC_UNLIKELY(!turn::own(s.state, wanted))) {
-      const waited w = await_turn(
-          producers_crowded_, t, s.state,
-          [wanted](std::uint64_t v) { return turn::value(v) == wanted; },
-          [this] { return close_state_.load(std::memory_order_seq_cst) != open; });
-      if (w != waited::ready) {
-        abandon(t, s);
-        return false;
+    if (ASYNC_LIKELY(close_state_.load(std::memory_order_acquire) == open)) {
+      ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
+      slot& s = slot_of(t);
+      if (ASYNC_LIKELY(turn::own(s.state, turn::of(t, turn::free)))) {
+        return construct_and_publish(s, t, std::forward<Args>(args)...);
       }
     }
-    return construct_and_publish(s, t, std::forward<Args>(args)...);
+    return enqueue_on_ticket(t, 0, std::forward<Args>(args)...);
   }
 
   /// Enqueues `value` (constructing T from it), waiting up to `timeout` for room. Any duration
@@ -352,39 +337,20 @@ public:
   /// @throws anything the assignment to `out` throws, as dequeue.
   template <typename U>
   bool blocking_dequeue(U& out) {
-    // While consumers are crowded, an empty queue is waited on without a ticket, as a full one
-    // in blocking_enqueue.
+    // The common case inline, as in blocking_enqueue: no crowding and the ticket's element
+    // already published. Anything else goes out of line.
     const std::uint64_t crowded_at = consumers_crowded_.load(std::memory_order_relaxed);
-    if (ASYNC_UNLIKELY(crowded_at != 0) && looks_behind(head_.value, turn::full)) { // empty
-      return dequeue_when_ready(nullptr, out);
+    if (ASYNC_UNLIKELY(crowded_at != 0)) {
+      return blocking_dequeue_crowded(crowded_at, out);
     }
-    for (;;) {
-      // (BD1) relaxed: the ticket only names a slot; the element is acquired through its turn.
-      const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
-      forget_crowding(consumers_crowded_, crowded_at, h);
-      slot& s = slot_of(h);
-      const std::uint64_t full = turn::of(h, turn::full);
-      std::uint64_t v = full;
-      if (ASYNC_UNLIKELY(!turn::own(s.state, full))) {
-        const waited w = await_turn(
-            consumers_crowded_, h, s.state,
-            [h](std::uint64_t x) { return turn::settled(x, h); }, // full, a hole or refused
-            [this, h] { return consumer_ticket_is_dead(h); });
-        if (w != waited::ready) {
-          if (ticket_after_close(h)) {
-            return false; // closed, and nothing was enqueued at or after this ticket
-          }
-          passed_unfilled();
-          continue; // the producer of h gave up when the queue closed: skip its ticket
-        }
-        v = turn::value(s.state.load(std::memory_order_acquire));
-      }
-      if (ASYNC_LIKELY(v == full)) {
-        take(s, h, out);
-        return true;
-      }
-      skip_unfilled(s, h, v); // a hole left by a throwing constructor, or a refusal
+    // (BD1) relaxed: the ticket only names a slot; the element is acquired through its turn.
+    const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
+    slot& s = slot_of(h);
+    if (ASYNC_LIKELY(turn::own(s.state, turn::of(h, turn::full)))) {
+      take(s, h, out);
+      return true;
     }
+    return dequeue_on_ticket(h, 0, out);
   }
 
   /// Moves the oldest element into `out`, waiting up to `timeout` for one. Timeouts as in
@@ -615,6 +581,96 @@ private:
         [&](slot& s, std::uint64_t t) {
           return construct_and_publish(s, t, std::forward<Args>(args)...);
         });
+  }
+
+  // blocking_enqueue() while producers are crowded (see await_turn): a full queue is waited
+  // on without a ticket. A producer holding one can only go when its own slot frees, so where
+  // threads outnumber cores, tickets queued behind a full ring make every hand-off wait for
+  // one particular thread to be scheduled (the funnel benchmark shows it; docs/benchmarks.md,
+  // "Blocking calls take their ticket at once"); a side that is not crowded takes its ticket
+  // at once, without a look at the tail (blocking_enqueue). Out of line, as the rest of the
+  // blocking calls past their common case.
+  template <typename... Args>
+  ASYNC_NOINLINE bool blocking_enqueue_crowded(std::uint64_t crowded_at, Args&&... args) {
+    if (looks_behind(tail_.value, turn::free)) { // full
+      return enqueue_when_room(nullptr, std::forward<Args>(args)...);
+    }
+    // (BP1), as in blocking_enqueue.
+    const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_acquire);
+    return enqueue_on_ticket(t, crowded_at, std::forward<Args>(args)...);
+  }
+
+  // A blocking producer holds ticket t (taken at fetch_add, when its side was marked crowded
+  // at crowded_at, 0 for not): refused if taken after close(), else it waits for its slot to
+  // free, and gives the ticket up if the queue closes first.
+  template <typename... Args>
+  ASYNC_NOINLINE bool enqueue_on_ticket(std::uint64_t t, std::uint64_t crowded_at, Args&&... args) {
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
+        ticket_after_close(t)) {
+      return false;
+    }
+    ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
+    forget_crowding(producers_crowded_, crowded_at, t);
+    slot& s = slot_of(t);
+    const std::uint64_t wanted = turn::of(t, turn::free);
+    if (!turn::own(s.state, wanted)) {
+      const waited w = await_turn(
+          producers_crowded_, t, s.state,
+          [wanted](std::uint64_t v) { return turn::value(v) == wanted; },
+          [this] { return close_state_.load(std::memory_order_seq_cst) != open; });
+      if (w != waited::ready) {
+        abandon(t, s);
+        return false;
+      }
+    }
+    return construct_and_publish(s, t, std::forward<Args>(args)...);
+  }
+
+  // blocking_dequeue() while consumers are crowded: an empty queue is waited on without a
+  // ticket, as a full one in blocking_enqueue_crowded.
+  template <typename U>
+  ASYNC_NOINLINE bool blocking_dequeue_crowded(std::uint64_t crowded_at, U& out) {
+    if (looks_behind(head_.value, turn::full)) { // empty
+      return dequeue_when_ready(nullptr, out);
+    }
+    // (BD1), as in blocking_dequeue.
+    const std::uint64_t h = head_.value.fetch_add(1, std::memory_order_relaxed);
+    return dequeue_on_ticket(h, crowded_at, out);
+  }
+
+  // A blocking consumer holds ticket h: it waits for the element of h, skips it if it turns
+  // out a hole or a ticket given up at close() (and takes the next ticket), and returns false
+  // once its ticket lies past the close.
+  template <typename U>
+  ASYNC_NOINLINE bool dequeue_on_ticket(std::uint64_t h, std::uint64_t crowded_at, U& out) {
+    for (;;) {
+      forget_crowding(consumers_crowded_, crowded_at, h);
+      slot& s = slot_of(h);
+      const std::uint64_t full = turn::of(h, turn::full);
+      std::uint64_t v = full;
+      if (!turn::own(s.state, full)) {
+        const waited w = await_turn(
+            consumers_crowded_, h, s.state,
+            [h](std::uint64_t x) { return turn::settled(x, h); }, // full, a hole or refused
+            [this, h] { return consumer_ticket_is_dead(h); });
+        if (w != waited::ready) {
+          if (ticket_after_close(h)) {
+            return false; // closed, and nothing was enqueued at or after this ticket
+          }
+          passed_unfilled();
+          // the producer of h gave up when the queue closed: skip its ticket
+          h = head_.value.fetch_add(1, std::memory_order_relaxed); // (BD1)
+          continue;
+        }
+        v = turn::value(s.state.load(std::memory_order_acquire));
+      }
+      if (ASYNC_LIKELY(v == full)) {
+        take(s, h, out);
+        return true;
+      }
+      skip_unfilled(s, h, v); // a hole left by a throwing constructor, or a refusal
+      h = head_.value.fetch_add(1, std::memory_order_relaxed); // (BD1)
+    }
   }
 
   // enqueue() past its inline case: the claim loop. Out of line, so that the inline case stays
