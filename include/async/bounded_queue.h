@@ -271,6 +271,13 @@ public:
   bool blocking_enqueue(Args&&... args) {
     // The common case inline: no crowding, the queue open, and the ticket's slot already free.
     // Anything else goes out of line (blocking_enqueue_crowded, enqueue_on_ticket).
+    // The close is looked at before the ticket is taken, as in the try calls: a call that comes
+    // after another has seen the queue closing (or after is_closed()) must not take a ticket
+    // that close() has yet to place after the last one, and succeed. The look after the ticket
+    // (below) is the one that decides for a ticket taken while close() runs.
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
+      return false;
+    }
     const std::uint64_t crowded_at = producers_crowded_.load(std::memory_order_relaxed);
     if (ASYNC_UNLIKELY(crowded_at != 0)) {
       return blocking_enqueue_crowded(crowded_at, std::forward<Args>(args)...);

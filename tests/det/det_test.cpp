@@ -882,21 +882,23 @@ TEST_CASE("det: close() in the middle of blocking and timed calls loses nothing"
 
 namespace {
 
-// A try enqueue once the queue is closing or closed: one thread asks is_closed() and then makes
-// two try enqueues into a queue with room, while another closes it. Once a call has seen the
-// close (is_closed() true, or an enqueue refused with room left), no later call of that thread
-// may succeed. With the close looked at only after the tail's CAS (found by an attacking
-// helper), a call could take a ticket that close() had yet to place after its last one, and
-// succeed: is_closed() true then enqueue() true, or false then true.
-std::string try_enqueue_after_seeing_the_close(det::plan& plan) {
+// An enqueue once the queue is closing or closed: one thread asks is_closed() and then makes
+// two enqueues (try or blocking) into a queue with room, while another closes it. Once a call
+// has seen the close (is_closed() true, or an enqueue refused with room left), no later call of
+// that thread may succeed (close(): "blocked or future" calls return false). With the close
+// looked at only after the ticket is taken (found by attacking helpers, for try calls after
+// their CAS, and for blocking calls after their fetch_add), a call could take a ticket that
+// close() had yet to place after its last one, and succeed: is_closed() true then an enqueue
+// true, or false then true.
+std::string enqueue_after_seeing_the_close(det::plan& plan, bool blocking) {
   async::bounded_queue<int, det_bounded_traits> q(8);
   bool seen_closed = false;
   bool first = false;
   bool second = false;
   auto producer = [&] {
     seen_closed = q.is_closed();
-    first = q.enqueue(1);
-    second = q.enqueue(2);
+    first = blocking ? q.blocking_enqueue(1) : q.enqueue(1);
+    second = blocking ? q.blocking_enqueue(2) : q.enqueue(2);
   };
   auto closer = [&] { q.close(); };
   const auto r = plan.run({producer, closer});
@@ -920,7 +922,19 @@ TEST_CASE("det: once a try enqueue has seen the close, no later one succeeds", "
     explore(
         [by_exchange](det::plan& p) {
           return with_hand_overs(by_exchange,
-                                 [&p] { return try_enqueue_after_seeing_the_close(p); });
+                                 [&p] { return enqueue_after_seeing_the_close(p, false); });
+        },
+        300, 2, 200000);
+  }
+}
+
+TEST_CASE("det: once a blocking enqueue has seen the close, no later one succeeds", "[det]") {
+  for (const bool by_exchange : hand_over_by_exchange) {
+    INFO((by_exchange ? "hand-overs by exchange" : "hand-overs by store"));
+    explore(
+        [by_exchange](det::plan& p) {
+          return with_hand_overs(by_exchange,
+                                 [&p] { return enqueue_after_seeing_the_close(p, true); });
         },
         300, 2, 200000);
   }
