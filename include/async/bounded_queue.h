@@ -240,7 +240,9 @@ public:
     // the loop). Anything else (full, another producer first) goes to the loop, out of line.
     // The close is looked at before the CAS too, as in the loop: a try call that comes after
     // another has seen the queue closing (or after is_closed()) must not take a ticket that
-    // close() has yet to place after the last one, and succeed.
+    // close() has yet to place after the last one, and succeed. (BE0) acquire: pairs with the
+    // close's (BC2), as in claim_for_producer; the refusal itself needs only coherence (no later
+    // look of this thread sees an older state).
     if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
       return false;
     }
@@ -274,7 +276,8 @@ public:
     // The close is looked at before the ticket is taken, as in the try calls: a call that comes
     // after another has seen the queue closing (or after is_closed()) must not take a ticket
     // that close() has yet to place after the last one, and succeed. The look after the ticket
-    // (below) is the one that decides for a ticket taken while close() runs.
+    // (below) is the one that decides for a ticket taken while close() runs. acquire: as (BE0)
+    // in enqueue.
     if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
       return false;
     }
