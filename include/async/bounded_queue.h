@@ -183,7 +183,8 @@ public:
                 spread_tickets ? std::size_t{detail::ring_layout::max_spread} : std::size_t{1}),
         ring_slots_(layout_.slot_count()), pow2_((capacity_ & (capacity_ - 1)) == 0),
         mask_(capacity_ - 1),
-        sleepers_seen_(detail::asymmetric_fences_available() ? &sleepers_ : nullptr) {
+        sleepers_seen_(detail::fences_of<atom<std::uint64_t>>::type::available() ? &sleepers_
+                                                                                 : nullptr) {
     ring_ =
         static_cast<slot*>(detail::aligned_allocate(ring_slots_ * sizeof(slot), ring_alignment));
     try {
@@ -218,6 +219,14 @@ public:
       if (turn::state(s.state.load(std::memory_order_acquire)) == turn::full) {
         s.element.destroy();
       }
+    }
+    // The words' own lives end too (nothing for std::atomic; a test's atomic type counts them).
+    for (std::size_t i = 0; i < ring_slots_; ++i) {
+      ring_[i].~slot();
+    }
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      using word = atom<std::uint64_t>;
+      abandoned_[i].~word();
     }
     detail::aligned_free(ring_);
     detail::aligned_free(abandoned_);

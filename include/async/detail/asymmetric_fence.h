@@ -27,6 +27,7 @@
 #include "config.h"
 
 #include <atomic>
+#include <type_traits>
 
 #if ASYNC_HAS_MEMBARRIER
 #include <sys/syscall.h>
@@ -101,6 +102,26 @@ inline bool asymmetric_fence_heavy() noexcept {
 }
 
 #endif
+
+/// The fences above, as the type that fences_of<Word> names by default.
+struct system_fences {
+  static bool available() noexcept { return asymmetric_fences_available(); }
+  static void light() noexcept { asymmetric_fence_light(); }
+  static bool heavy() noexcept { return asymmetric_fence_heavy(); }
+};
+
+/// Test seam: the asymmetric fences that go with the atomic type Word. system_fences, unless
+/// Word has a member type `asymmetric_fences` with the same three functions (a memory-model
+/// checker's atomic brings fences that the checker sees).
+template <typename Word, typename = void>
+struct fences_of {
+  using type = system_fences;
+};
+template <typename Word>
+struct fences_of<Word,
+                 typename std::conditional<true, void, typename Word::asymmetric_fences>::type> {
+  using type = typename Word::asymmetric_fences;
+};
 
 } // namespace detail
 } // namespace async

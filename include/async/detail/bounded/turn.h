@@ -108,7 +108,7 @@ public:
       return;
     }
     if ((before & sleeper_word::fenced) == 0) {
-      if (ASYNC_UNLIKELY(!asymmetric_fence_heavy())) {
+      if (ASYNC_UNLIKELY(!fences_of<Count>::type::heavy())) {
         word_->fetch_or(sleeper_word::exchanging | sleeper_word::fenced, std::memory_order_seq_cst);
         unfenced_ = true; // see sleeper_word
         return;
@@ -199,7 +199,7 @@ struct turn {
       // point is woken; one that raises it later looks at the word after its heavy fence and
       // sees `value`.
       word.store(value, std::memory_order_release);
-      asymmetric_fence_light();
+      fences_of<Count>::type::light();
       ASYNC_PERTURB(); // stored, the count not yet read again
       if (ASYNC_UNLIKELY(sleepers->load(std::memory_order_relaxed) != 0)) {
         unpark_all(&word);

@@ -39,7 +39,7 @@ template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3, typenam
 class node_pool {
 public:
   using word = typename Link::word;
-  static constexpr std::uint64_t capacity = node_storage<Node, L1, L2, L3>::capacity;
+  static constexpr std::uint64_t capacity = node_storage<Node, L1, L2, L3, Atom>::capacity;
 
   /// An empty free list whose tag starts at `first_tag` (tests start it near a wrap point).
   explicit node_pool(std::uint32_t first_tag) noexcept
@@ -102,7 +102,7 @@ public:
 
 private:
   // Blocks are added by whichever thread first needs them (lock-free).
-  node_storage<Node, L1, L2, L3> storage_;
+  node_storage<Node, L1, L2, L3, Atom> storage_;
   // Written by give_back (push) and take (pop): the free list's top.
   padded<Atom<word>, Line> top_;
 };

@@ -33,7 +33,9 @@ namespace detail {
 /// them. allocate() is thread-safe and lock-free; operator[] is thread-safe and wait-free for
 /// any index that allocate() returned (to this or, through a release/acquire chain, to another
 /// thread). Not copyable or movable.
-template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3>
+/// Atom is the atomic type template of its words (std::atomic; a test seam, see traits.h).
+template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3,
+          template <typename> class Atom = std::atomic>
 class node_storage {
   static_assert(L1 >= 1 && L2 >= 1 && L3 >= 1, "node_storage: every level needs a size >= 1.");
   static_assert(static_cast<double>(L1) * L2 * L3 <= 4294967295.0,
@@ -56,7 +58,7 @@ public:
   /// Destroys every node. Not thread-safe: nobody may use the storage any more.
   ~node_storage() {
     for (auto& m : top_) {
-      std::atomic<Node*>* middle = m.load(std::memory_order_acquire);
+      Atom<Node*>* middle = m.load(std::memory_order_acquire);
       if (middle == nullptr) {
         continue;
       }
@@ -87,7 +89,7 @@ public:
   /// The node at index i, which allocate() returned. Thread-safe (wait-free).
   ASYNC_HOT_INLINE Node& operator[](std::uint32_t i) const noexcept {
     // acquire: pairs with the release CASes that published the blocks (see leaf_for).
-    std::atomic<Node*>* middle = top_[i / (L2 * L3)].load(std::memory_order_acquire);
+    Atom<Node*>* middle = top_[i / (L2 * L3)].load(std::memory_order_acquire);
     Node* leaf = middle[(i / L3) % L2].load(std::memory_order_acquire);
     return leaf[i % L3];
   }
@@ -99,15 +101,17 @@ public:
   std::size_t bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
 
 private:
+  using link = Atom<Node*>;
+
   static constexpr std::size_t leaf_alignment = alignof(Node) > cache_line_size ? alignof(Node)
                                                                                 : cache_line_size;
 
   // Makes sure the middle and leaf blocks for index i exist; returns the leaf.
   Node* leaf_for(std::uint32_t i) {
-    std::atomic<std::atomic<Node*>*>& top = top_[i / (L2 * L3)];
-    std::atomic<Node*>* middle = top.load(std::memory_order_acquire);
+    Atom<Atom<Node*>*>& top = top_[i / (L2 * L3)];
+    Atom<Node*>* middle = top.load(std::memory_order_acquire);
     if (middle == nullptr) {
-      std::atomic<Node*>* fresh = make_middle();
+      Atom<Node*>* fresh = make_middle();
       // release: publishes the zeroed block; acquire on failure: we use the winner's block.
       if (top.compare_exchange_strong(middle, fresh, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
@@ -116,7 +120,7 @@ private:
         destroy_middle(fresh);
       }
     }
-    std::atomic<Node*>& slot = middle[(i / L3) % L2];
+    Atom<Node*>& slot = middle[(i / L3) % L2];
     Node* leaf = slot.load(std::memory_order_acquire);
     if (leaf == nullptr) {
       Node* fresh = make_leaf();
@@ -131,20 +135,22 @@ private:
     return leaf;
   }
 
-  std::atomic<Node*>* make_middle() {
-    void* raw = aligned_allocate(L2 * sizeof(std::atomic<Node*>), cache_line_size);
-    auto* block = static_cast<std::atomic<Node*>*>(raw);
+  Atom<Node*>* make_middle() {
+    void* raw = aligned_allocate(L2 * sizeof(Atom<Node*>), cache_line_size);
+    auto* block = static_cast<Atom<Node*>*>(raw);
     for (std::size_t j = 0; j < L2; ++j) {
-      ::new (static_cast<void*>(block + j)) std::atomic<Node*>(nullptr);
+      ::new (static_cast<void*>(block + j)) Atom<Node*>(nullptr);
     }
-    bytes_.fetch_add(L2 * sizeof(std::atomic<Node*>), std::memory_order_relaxed);
+    bytes_.fetch_add(L2 * sizeof(Atom<Node*>), std::memory_order_relaxed);
     return block;
   }
 
-  void destroy_middle(std::atomic<Node*>* block) noexcept {
-    // std::atomic<Node*> is trivially destructible.
+  void destroy_middle(Atom<Node*>* block) noexcept {
+    for (std::size_t j = 0; j < L2; ++j) {
+      block[j].~link(); // nothing for std::atomic; a test's atomic type counts its words
+    }
     aligned_free(block);
-    bytes_.fetch_sub(L2 * sizeof(std::atomic<Node*>), std::memory_order_relaxed);
+    bytes_.fetch_sub(L2 * sizeof(Atom<Node*>), std::memory_order_relaxed);
   }
 
   Node* make_leaf() {
@@ -175,17 +181,18 @@ private:
   }
 
   // Written once per slot by the CAS that publishes a middle block; read by every access.
-  std::atomic<std::atomic<Node*>*> top_[L1];
+  Atom<Atom<Node*>*> top_[L1];
   // Written by allocate(): the next fresh index.
-  std::atomic<std::uint64_t> next_{0};
+  Atom<std::uint64_t> next_{0};
   // Written when blocks come and go: bookkeeping for bytes().
-  std::atomic<std::size_t> bytes_{0};
+  Atom<std::size_t> bytes_{0};
 };
 
 #if ASYNC_CPLUSPLUS < 17
 // The definition that a use by reference (odr-use) needs before C++17's inline variables.
-template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3>
-constexpr std::uint64_t node_storage<Node, L1, L2, L3>::capacity;
+template <typename Node, std::size_t L1, std::size_t L2, std::size_t L3,
+          template <typename> class Atom>
+constexpr std::uint64_t node_storage<Node, L1, L2, L3, Atom>::capacity;
 #endif
 
 } // namespace detail
