@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSL-1.0
 # Writes a copy of include/async with one fix undone (a "mutant"), so that a test binary built
-# against it shows that the deterministic-schedule tests find the defect the fix removed:
+# against it shows that the deterministic-schedule tests find the defect the fix removed (the
+# relacy-* mutants: that the weak-memory tests find a memory order made weaker):
 #
 #   cmake -DMUTANT=<name> -DSOURCE=<repo>/include -DOUT=<dir> -P mutate.cmake
 #
@@ -64,6 +65,24 @@ elseif(MUTANT STREQUAL "pool-silent-failed-claim")
   set(file "async/detail/pool/scheduler.h")
   set(old "    if (self != nullptr) {\n      finish(1);\n    } else {\n")
   set(new "    if (self != nullptr && false) {\n      finish(1);\n    } else {\n")
+elseif(MUTANT STREQUAL "relacy-turn-publish-relaxed")
+  # Weak memory (tests/relacy): the bounded queue's hand-over by exchange without its release
+  # (TW2): a consumer may read the element before its construction happened before.
+  set(file "async/detail/bounded/turn.h")
+  set(old "word.exchange(value, std::memory_order_release)")
+  set(new "word.exchange(value, std::memory_order_relaxed)")
+elseif(MUTANT STREQUAL "relacy-free-list-push-relaxed")
+  # Weak memory: the unbounded queue's free list push without its release (FL2): the node's
+  # next free link and its last use need not happen before the pop that reuses it.
+  set(file "async/detail/unbounded/node_pool.h")
+  set(old "std::memory_order_release,\n                                               std::memory_order_relaxed));")
+  set(new "std::memory_order_relaxed,\n                                               std::memory_order_relaxed));")
+elseif(MUTANT STREQUAL "relacy-parker-token-relaxed")
+  # Weak memory: the pool's parker hands its token over without the release (PK2) that the
+  # owner's acquire (PK1) pairs with.
+  set(file "async/detail/parker.h")
+  set(old "word_.exchange(notified, std::memory_order_release)")
+  set(new "word_.exchange(notified, std::memory_order_relaxed)")
 else()
   message(FATAL_ERROR "mutate.cmake: unknown mutant '${MUTANT}'")
 endif()

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: BSL-1.0
+// The thread pool's scheduler under the C++ memory model (Relacy; tests/support/
+// relacy_model.h).
+//
+// detail::scheduler runs on the model's atomics (its atomic template parameter): the next
+// slot that a task's first post goes to and a thief's claim of it, the local queues and the
+// lanes with their word locks, the idle workers' list and searcher count, the parkers, the
+// count of pending tasks, the count of active workers. Workers and posters are Relacy threads
+// (as the deterministic scheduler's tests do, tests/det/det_test.cpp). A task carries a
+// checked variable that the worker reads (rl_model::payload), so a task handed over without
+// release/acquire is a data race, and a task counts its run in a checked variable that the
+// poster reads once pending() is 0 (as threadpool::wait_idle's caller may); a worker that sleeps
+// while a task waits shows as a deadlock, or as a poster that waits for ever (a livelock).
+#include <async/detail/pool/scheduler.h>
+
+#include "relacy_main.h"
+
+namespace {
+
+namespace rm = async_test::rl_model;
+using async::detail::task;
+
+// Time as a count of looks at the clock, a microsecond each (reset by each execution's suite),
+// so that an execution's decisions that depend on time depend on the schedule alone.
+struct model_clock {
+  using time_point = async::detail::wait_clock::time_point;
+  static std::int64_t& calls() {
+    static std::int64_t n = 0;
+    return n;
+  }
+  static time_point now() { return time_point(std::chrono::microseconds(1 + calls()++)); }
+};
+
+// What the scheduler tells its host: idle() counted in a model atomic.
+struct host {
+  rm::atomic<int>* told;
+  void idle() const { told->fetch_add(1, std::memory_order_relaxed); }
+  void orphaned() const {}
+};
+
+using sched = async::detail::scheduler<host, rm::atomic, model_clock>;
+using worker = sched::worker;
+
+// The worker that each Relacy thread runs (tasks post through it); Relacy's threads are fibers
+// of one system thread, so a thread_local would be one for all of them.
+worker*& current(unsigned thread) {
+  static worker* w[4] = {nullptr, nullptr, nullptr, nullptr};
+  return w[thread];
+}
+worker* this_worker() { return current(rl::thread_index()); }
+
+// Counts a run of task k in a checked variable: a poster that reads the counts after
+// pending() reached 0 races with a task whose end does not happen before that.
+void count_run(rl::var<int>* ran, int k) { ran[k]($) = ran[k]($) + 1; }
+
+// A task that records its value: ran[v] counts its runs.
+struct record {
+  rm::payload v;
+  rl::var<int>* ran;
+  void operator()() const { count_run(ran, v.get()); }
+};
+
+// The common parts: the scheduler, the host's count and lock, the worker loop.
+struct pool_base {
+  rm::parking_lot lot;
+  rm::atomic<int> told{0};
+  rl::mutex host_lock;
+  sched s{host{&told}, 1};
+  rl::var<int> ran[8];
+
+  pool_base() {
+    model_clock::calls() = 0;
+    for (rl::var<int>& r : ran) {
+      r($) = 0;
+    }
+  }
+
+  void work(unsigned me, worker& w) {
+    current(me) = &w;
+    s.run(w);
+    current(me) = nullptr;
+    s.leave(w);
+  }
+  void retire(worker& w) {
+    host_lock.lock($);
+    s.retire(w);
+    host_lock.unlock($);
+  }
+  // Waits (yielding) until every posted task has finished, as threadpool::wait_idle does;
+  // then the first `tasks` tasks have run once, and their runs happen before this return.
+  void wait_idle(int tasks) {
+    while (s.pending() != 0) {
+      rl::yield(1, $);
+    }
+    for (int k = 0; k < tasks; ++k) {
+      RL_ASSERT(ran[k]($) == 1);
+    }
+  }
+  // After the threads: what retired workers handed over runs here, as the pool's destructor
+  // runs it; then every task ran once.
+  void drain_and_check(int tasks) {
+    task t;
+    while (s.take_any(t)) {
+      t();
+      t.reset();
+      s.finish(1);
+    }
+    RL_ASSERT(s.pending() == 0);
+    for (int k = 0; k < tasks; ++k) {
+      RL_ASSERT(ran[k]($) == 1);
+    }
+  }
+};
+
+// One parked worker, posts from outside: each wakes it (the idle list, the searcher count, the
+// parker's token), and each task's contents reach it.
+struct outside_posts : rl::test_suite<outside_posts, 2>, pool_base {
+  worker* w = nullptr;
+  outside_posts() { w = &s.add_worker(); }
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *w);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        s.submit(task(record{rm::payload(k), ran}), nullptr);
+      }
+      wait_idle(3);
+      retire(*w);
+    }
+  }
+  void after() {
+    drain_and_check(3);
+    RL_ASSERT(told.load(std::memory_order_relaxed) >= 1); // the host heard of the last finish
+  }
+};
+
+// Two workers; a task posts two children (the first to its worker's next slot, the second to
+// its local queue) and waits for both: the other worker must take them, by a claim of the next
+// slot or a steal from the local queue, and be woken for them.
+struct steal : rl::test_suite<steal, 3>, pool_base {
+  worker* a = nullptr;
+  worker* b = nullptr;
+  rm::atomic<int> children{0};
+  steal() {
+    a = &s.add_worker();
+    b = &s.add_worker();
+  }
+  struct child {
+    rm::payload v;
+    rl::var<int>* ran;
+    rm::atomic<int>* children;
+    void operator()() const {
+      count_run(ran, v.get());
+      children->fetch_add(1, std::memory_order_release);
+    }
+  };
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *a);
+    } else if (me == 1) {
+      work(me, *b);
+    } else {
+      s.submit(task([this] {
+                 count_run(ran, 0);
+                 s.submit(task(child{rm::payload(1), ran, &children}), this_worker());
+                 s.submit(task(child{rm::payload(2), ran, &children}), this_worker());
+                 // The parent waits for its children: another worker must run them.
+                 while (children.load(std::memory_order_acquire) < 2) {
+                   rl::yield(1, $);
+                 }
+               }),
+               nullptr);
+      wait_idle(3);
+      retire(*a);
+      retire(*b);
+    }
+  }
+  void after() { drain_and_check(3); }
+};
+
+// A resize while tasks are queued: worker a runs a task that posts three more to its own
+// queue, and is retired meanwhile (it hands what is left of its queue to the lane when it
+// leaves); a worker that a third thread adds takes over. Then the poster retires that one too.
+struct resize : rl::test_suite<resize, 3>, pool_base {
+  worker* a = nullptr;
+  rm::atomic<worker*> added{nullptr};
+  resize() { a = &s.add_worker(); }
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *a);
+    } else if (me == 1) {
+      s.submit(task([this] {
+                 count_run(ran, 0);
+                 for (int k = 1; k <= 3; ++k) {
+                   s.submit(task(record{rm::payload(k), ran}), this_worker());
+                 }
+               }),
+               nullptr);
+      retire(*a);
+      wait_idle(4);
+      worker* b = nullptr;
+      while ((b = added.load(std::memory_order_acquire)) == nullptr) {
+        rl::yield(1, $);
+      }
+      retire(*b);
+    } else {
+      host_lock.lock($);
+      worker& b = s.add_worker();
+      host_lock.unlock($);
+      added.store(&b, std::memory_order_release);
+      work(me, b);
+    }
+  }
+  void after() { drain_and_check(4); }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  return rm::run_scenarios(argc, argv,
+                           {
+                               rm::make_scenario<outside_posts>("pool: outside posts", 20000),
+                               rm::make_scenario<steal>("pool: children stolen", 20000),
+                               rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
+                           });
+}

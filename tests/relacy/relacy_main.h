@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: BSL-1.0
+// The driver of a Relacy test program: a list of named scenarios, each a Relacy test suite run
+// for a number of random executions.
+//
+//   relacy_X [name-substring...]     runs the scenarios whose name contains one of the
+//                                    substrings (all without arguments)
+//   ASYNC_RELACY_SCALE=0.1 relacy_X  scales every scenario's executions (at least 100)
+//
+// Exit status 0 when every scenario passed; 1 when one failed (Relacy prints the execution's
+// history: every atomic operation with its order and the value it read or wrote).
+#ifndef ASYNC_TESTS_RELACY_RELACY_MAIN_H
+#define ASYNC_TESTS_RELACY_RELACY_MAIN_H
+
+#include "../support/relacy_model.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace async_test {
+namespace rl_model {
+
+struct scenario {
+  const char* name;
+  bool (*run)(const char* name, int executions);
+  int executions;
+};
+
+template <typename Suite>
+scenario make_scenario(const char* name, int executions) {
+  return scenario{name, &rl_model::run<Suite>, executions};
+}
+
+inline int run_scenarios(int argc, char** argv, const std::vector<scenario>& all) {
+  double scale = 1.0;
+  if (const char* s = std::getenv("ASYNC_RELACY_SCALE")) {
+    scale = std::atof(s);
+  }
+  int failed = 0;
+  int ran = 0;
+  for (const scenario& sc : all) {
+    bool wanted = argc <= 1;
+    for (int i = 1; i < argc; ++i) {
+      wanted = wanted || std::strstr(sc.name, argv[i]) != nullptr;
+    }
+    if (!wanted) {
+      continue;
+    }
+    int n = static_cast<int>(sc.executions * scale);
+    n = n < 100 ? 100 : n;
+    ++ran;
+    if (!sc.run(sc.name, n)) {
+      ++failed;
+    }
+  }
+  std::printf("relacy: %d of %d scenarios passed\n", ran - failed, ran);
+  return failed == 0 && ran > 0 ? 0 : 1;
+}
+
+} // namespace rl_model
+} // namespace async_test
+
+#endif // ASYNC_TESTS_RELACY_RELACY_MAIN_H
