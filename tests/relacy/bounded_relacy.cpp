@@ -346,6 +346,129 @@ struct close_races_one_producer : rl::test_suite<close_races_one_producer<Style>
   }
 };
 
+// close() against one waiter alone, the smallest program for the sleeper-bit handshake (TW4
+// against close()'s (BC2)): a consumer on an empty queue, or a producer on a full one, parks
+// until close() wakes it; each must return false, never sleep on. `Producer`: which side
+// waits; `Timed`: with a deadline far off (a timed park may also time out early).
+template <bool Producer, bool Timed, bool Fences>
+struct close_wakes_a_waiter : rl::test_suite<close_wakes_a_waiter<Producer, Timed, Fences>, 2> {
+  fences f{Fences};
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue<> q{1};
+  close_wakes_a_waiter() {
+    if (Producer) {
+      RL_ASSERT(q.enqueue(rm::value(1))); // full
+    }
+  }
+  void thread(unsigned me) {
+    if (me == 1) {
+      q.close();
+      return;
+    }
+    const auto long_wait = std::chrono::hours(1);
+    if (Producer) {
+      for (;;) {
+        const bool in =
+            Timed ? q.enqueue_for(rm::value(2), long_wait) : q.blocking_enqueue(rm::value(2));
+        RL_ASSERT(!in);
+        if (q.is_closed()) {
+          break; // a timed call may have timed out first: then it tries again
+        }
+      }
+    } else {
+      rm::value v;
+      for (;;) {
+        const bool got = Timed ? q.dequeue_for(v, long_wait) : q.blocking_dequeue(v);
+        RL_ASSERT(!got);
+        if (q.is_closed()) {
+          break;
+        }
+      }
+    }
+  }
+};
+
+// What the closer wrote before close() is visible to every thread that sees the close: by
+// is_closed(), by a refused enqueue (try or blocking), by a blocking or timed dequeue that
+// returns false. The queue never fills (capacity 4, at most 3 values), so each refusal is the
+// close's.
+struct close_happens_before : rl::test_suite<close_happens_before, 3> {
+  fences f{false};
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue<> q{4};
+  rl::var<int> note;
+  close_happens_before() { note($) = 0; }
+  void thread(unsigned me) {
+    if (me == 0) {
+      note($) = 42;
+      q.close();
+    } else if (me == 1) {
+      for (int k = 1; k <= 3; ++k) {
+        const bool in = k == 2 ? q.blocking_enqueue(rm::value(k)) : q.enqueue(rm::value(k));
+        if (!in) {
+          RL_ASSERT(note($) == 42);
+          return;
+        }
+      }
+      while (!q.is_closed()) {
+        rl::yield(1, $);
+      }
+      RL_ASSERT(note($) == 42);
+    } else {
+      rm::value v;
+      while (q.blocking_dequeue(v)) {
+      }
+      RL_ASSERT(note($) == 42);
+    }
+  }
+};
+
+// The same for two try producers, whose race for the tail sends one of them out of line (the
+// claim loop), where the close is looked at again.
+struct close_happens_before_contended : rl::test_suite<close_happens_before_contended, 3> {
+  fences f{false};
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue<side_by_side_traits> q{4};
+  rl::var<int> note;
+  close_happens_before_contended() { note($) = 0; }
+  void thread(unsigned me) {
+    if (me == 0) {
+      note($) = 42;
+      q.close();
+      return;
+    }
+    for (int k = 1; k <= 2; ++k) {
+      if (!q.enqueue(rm::value(static_cast<int>(me) * producer_base + k))) {
+        RL_ASSERT(note($) == 42);
+        return;
+      }
+    }
+  }
+};
+
+// size_approx() after close() counts what is left: two values in, nobody takes them.
+struct size_after_close : rl::test_suite<size_after_close, 2> {
+  fences f{false};
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue<> q{4};
+  size_after_close() {
+    RL_ASSERT(q.enqueue(rm::value(1)));
+    RL_ASSERT(q.enqueue(rm::value(2)));
+  }
+  void thread(unsigned me) {
+    if (me == 0) {
+      q.close();
+    } else {
+      const std::size_t n = q.size_approx();
+      RL_ASSERT(n == 2);
+    }
+  }
+};
+
 // ---- timed calls --------------------------------------------------------------------------------
 
 // Timed producer and consumer on one slot (a timed park may time out at any point): every value
@@ -446,6 +569,23 @@ int main(int argc, char** argv) {
               "bounded: close races one blocking producer, fences", 50000),
           rm::make_scenario<close_races_one_producer<2>>("bounded: close races one timed producer",
                                                          50000),
+          rm::make_scenario<close_wakes_a_waiter<false, false, false>>(
+              "bounded: close wakes a parked consumer", 20000),
+          rm::make_scenario<close_wakes_a_waiter<false, false, true>>(
+              "bounded: close wakes a parked consumer, fences", 20000),
+          rm::make_scenario<close_wakes_a_waiter<true, false, false>>(
+              "bounded: close wakes a parked producer", 20000),
+          rm::make_scenario<close_wakes_a_waiter<true, false, true>>(
+              "bounded: close wakes a parked producer, fences", 20000),
+          rm::make_scenario<close_wakes_a_waiter<false, true, false>>(
+              "bounded: close wakes a timed consumer", 20000),
+          rm::make_scenario<close_wakes_a_waiter<true, true, true>>(
+              "bounded: close wakes a timed producer, fences", 20000),
+          rm::make_scenario<close_happens_before>(
+              "bounded: close() happens before the calls that see it", 50000),
+          rm::make_scenario<close_happens_before_contended>(
+              "bounded: close() happens before refused try calls, two producers", 50000),
+          rm::make_scenario<size_after_close>("bounded: size_approx after close", 20000),
           rm::make_scenario<timed_pair<false>>("bounded: timed pair", 20000),
           rm::make_scenario<timed_pair<true>>("bounded: timed pair, fences", 20000),
           rm::make_scenario<timed_close>("bounded: timed calls and close, fences", 20000),

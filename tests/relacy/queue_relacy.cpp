@@ -233,6 +233,38 @@ struct timed : rl::test_suite<timed, 3> {
   void after() { check_logs(got, 1, 3); }
 };
 
+// What the closer wrote before close() is visible to every thread that sees the close: by
+// is_closed(), by a refused enqueue, by a blocking dequeue that returns false.
+struct close_happens_before : rl::test_suite<close_happens_before, 3> {
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue q;
+  rl::var<int> note;
+  close_happens_before() { note($) = 0; }
+  void thread(unsigned me) {
+    if (me == 0) {
+      note($) = 42;
+      q.close();
+    } else if (me == 1) {
+      for (int k = 1; k <= 3; ++k) {
+        if (!q.enqueue(rm::value(k))) {
+          RL_ASSERT(note($) == 42);
+          return;
+        }
+      }
+      while (!q.is_closed()) {
+        rl::yield(1, $);
+      }
+      RL_ASSERT(note($) == 42);
+    } else {
+      rm::value v;
+      while (q.blocking_dequeue(v)) {
+      }
+      RL_ASSERT(note($) == 42);
+    }
+  }
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -245,5 +277,7 @@ int main(int argc, char** argv) {
           rm::make_scenario<blocking_and_close>("queue: blocking consumers and close", 20000),
           rm::make_scenario<close_races>("queue: close races the calls", 20000),
           rm::make_scenario<timed>("queue: timed consumers", 20000),
+          rm::make_scenario<close_happens_before>(
+              "queue: close() happens before the calls that see it", 50000),
       });
 }

@@ -16,7 +16,9 @@
 //   - Parking: detail::park on an rl_model::atomic is a futex modelled on a Relacy mutex and
 //     condition variable. The word is compared under the mutex, and unpark_all() takes the
 //     mutex before it wakes, so a wake-up after the comparison is never lost (as the kernel's
-//     bucket lock does for a futex). A timed park may time out at any point (Relacy decides).
+//     bucket lock does for a futex). A timed park may time out at any point (Relacy decides),
+//     unless its deadline is more than a minute off: then it waits as an untimed one, so that
+//     a wake-up lost by a timed call shows as a deadlock too.
 //     A lost wake-up shows as Relacy's deadlock: every thread blocked.
 //   - rl_model::value: an element type whose every access is also an access to a checked
 //     variable (rl::var) of its address, memory_cells. The producer's construction writes it,
@@ -38,6 +40,7 @@
 #include <async/detail/deadline.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -193,7 +196,12 @@ public:
     bool in_time = true;
     if (static_cast<std::uint32_t>(a_.load(rl::mo_relaxed, $)) ==
         static_cast<std::uint32_t>(expected)) {
-      if (deadline != nullptr && *deadline != async::detail::no_deadline()) {
+      // A deadline more than a minute off is no deadline here: a timed park could otherwise
+      // time out at any point, and a wake-up lost by a timed call (which would sleep until
+      // its deadline) would go unseen.
+      const bool timed = deadline != nullptr && *deadline != async::detail::no_deadline() &&
+                         *deadline - async::detail::wait_clock::now() < std::chrono::minutes(1);
+      if (timed) {
         in_time = lot.cv.wait_for(lot.mutex, 1, $);
       } else {
         lot.cv.wait(lot.mutex, $);
