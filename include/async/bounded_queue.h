@@ -216,7 +216,9 @@ public:
   ~bounded_queue() {
     for (std::size_t i = 0; i < capacity_; ++i) {
       slot& s = ring_[physical_index(i)];
-      if (turn::state(s.state.load(std::memory_order_acquire)) == turn::full) {
+      // relaxed: every call has returned, and what ended them (the owner's join, say) happens
+      // before the destructor.
+      if (turn::state(s.state.load(std::memory_order_relaxed)) == turn::full) {
         s.element.destroy();
       }
     }
@@ -250,8 +252,9 @@ public:
     // The close is looked at before the CAS too, as in the loop: a try call that comes after
     // another has seen the queue closing (or after is_closed()) must not take a ticket that
     // close() has yet to place after the last one, and succeed. (BE0) acquire: pairs with the
-    // close's (BC2), as in claim_for_producer; the refusal itself needs only coherence (no later
-    // look of this thread sees an older state).
+    // close's (BC0), so that close() happens before a refusal (see close()), as in
+    // claim_for_producer; the refusal itself needs only coherence (no later look of this
+    // thread sees an older state).
     if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
       return false;
     }
@@ -296,7 +299,9 @@ public:
     }
     // (BP1) acquire: pairs with (BC1) in close(), so that a ticket taken after close() sees it.
     const std::uint64_t t = tail_.value.fetch_add(1, std::memory_order_acquire);
-    if (ASYNC_LIKELY(close_state_.load(std::memory_order_acquire) == open)) {
+    // relaxed: (BP1) has made `closing` visible if this ticket came after the close's last
+    // one, and ticket_after_close() acquires the close's end itself.
+    if (ASYNC_LIKELY(close_state_.load(std::memory_order_relaxed) == open)) {
       ASYNC_PERTURB(); // ticket taken, its turn not yet awaited
       slot& s = slot_of(t);
       if (ASYNC_LIKELY(turn::own(s.state, turn::of(t, turn::free)))) {
@@ -390,10 +395,17 @@ public:
   /// went in before, then their blocking and timed calls return false. Idempotent; there is no
   /// reopening. O(capacity): it wakes every parked thread, looking at each slot. Thread-safe
   /// (may block): a close() that races another waits for that one's few steps (it returns
-  /// once the queue is closed), so it is not lock-free.
+  /// once the queue is closed), so it is not lock-free. What the calling thread did before
+  /// close() happens before every call that returns false because of it, and before an
+  /// is_closed() that returns true (a flag set before close() needs no fence of its own).
   void close() noexcept {
     std::uint32_t expected = open;
-    if (!close_state_.compare_exchange_strong(expected, closing, std::memory_order_seq_cst)) {
+    // (BC0) release: what the caller did before close() happens before every call that sees
+    // the queue closing (the (BE0) looks). No total order is needed: a producer whose ticket
+    // comes after (BC1) sees `closing` through (BP1); the waiters' handshake is with (BC2).
+    // A close() that loses waits for the winner's end (acquire in wait_until_closed).
+    if (!close_state_.compare_exchange_strong(expected, closing, std::memory_order_release,
+                                              std::memory_order_relaxed)) {
       wait_until_closed();
       return;
     }
@@ -403,7 +415,8 @@ public:
     // Between `closing` and `closed` only these two steps, whatever the capacity: a producer
     // that must know where the close fell waits for them (blocking calls), or refuses its
     // ticket without waiting (try and timed calls, claim_for_producer).
-    const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_acq_rel);
+    // release only: the producers' operations on the tail release nothing that this needs.
+    const std::uint64_t last = tail_.value.fetch_add(0, std::memory_order_release);
     final_ticket_.store(last, std::memory_order_relaxed);
     // (BC2) seq_cst: publishes final_ticket_ (pairs with the acquire loads in
     // wait_until_closed and size_approx), and orders this store before the sleeper-bit reads
@@ -415,8 +428,12 @@ public:
     }
   }
 
-  /// True once close() has been called. Thread-safe (lock-free).
-  bool is_closed() const noexcept { return close_state_.load(std::memory_order_acquire) != open; }
+  /// True once close() has been called (and then close() happens before the return). Thread-safe
+  /// (lock-free).
+  bool is_closed() const noexcept {
+    // acquire: pairs with (BC0).
+    return close_state_.load(std::memory_order_acquire) != open;
+  }
 
   // ---- observers ------------------------------------------------------------------------------
 
@@ -624,7 +641,8 @@ private:
   // free, and gives the ticket up if the queue closes first.
   template <typename... Args>
   ASYNC_NOINLINE bool enqueue_on_ticket(std::uint64_t t, std::uint64_t crowded_at, Args&&... args) {
-    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open) &&
+    // relaxed: as the look after the ticket in blocking_enqueue.
+    if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_relaxed) != open) &&
         ticket_after_close(t)) {
       return false;
     }
@@ -681,7 +699,9 @@ private:
           h = head_.value.fetch_add(1, std::memory_order_relaxed); // (BD1)
           continue;
         }
-        v = turn::value(s.state.load(std::memory_order_acquire));
+        // relaxed: await() acquired this publish (TW3) when it found the word settled, and the
+        // word holds it until this consumer hands the slot on (a wake() only clears the bit).
+        v = turn::value(s.state.load(std::memory_order_relaxed));
       }
       if (ASYNC_LIKELY(v == full)) {
         take(s, h, out);
@@ -721,7 +741,8 @@ private:
   // A try or timed producer has just taken ticket t with its CAS: claimed, unless close() got
   // there first.
   claim producer_claimed(std::uint64_t t, slot& s) {
-    // acquire: as (BP1), a ticket taken after close() must see it.
+    // acquire: a refusal here must come after close()'s (BC0), as (BE0) (see close()). (That a
+    // ticket taken after the close's last one sees `closing` is the CAS's acquire, (BP1).)
     const std::uint32_t state = close_state_.load(std::memory_order_acquire);
     if (ASYNC_LIKELY(state == open)) {
       return claim::claimed;
@@ -745,6 +766,7 @@ private:
   // Takes the tail ticket with a CAS if its slot is free. Reports unavailable (full) with the
   // slot and turn value to wait on, or closed.
   claim claim_for_producer(std::uint64_t& t, slot*& s, std::uint64_t& seen) {
+    // (BE0) acquire, as in enqueue.
     if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) != open)) {
       return claim::closed;
     }
@@ -795,7 +817,8 @@ private:
       if (static_cast<std::int64_t>(seen - full) < 0) {
         // Not published yet. After close() the ticket may be dead: past the last producer
         // ticket (then the queue is drained) or given up by its producer (then skip it).
-        if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_acquire) == closed) &&
+        // relaxed: consumer_ticket_is_dead() looks again, seq_cst, before it reads anything.
+        if (ASYNC_UNLIKELY(close_state_.load(std::memory_order_relaxed) == closed) &&
             consumer_ticket_is_dead(h)) {
           if (ticket_after_close(h)) {
             return claim::closed;

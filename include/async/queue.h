@@ -423,7 +423,9 @@ public:
   /// Closes the queue: every enqueue that takes its ticket afterwards returns false (and a bulk
   /// call stops); consumers still receive every element that went in before; blocked and timed
   /// dequeue calls return false once nothing is left. Idempotent; there is no reopening.
-  /// Thread-safe (lock-free; wakes every parked consumer).
+  /// Thread-safe (lock-free; wakes every parked consumer). What the calling thread did before
+  /// close() happens before every call that returns false because of it, and before an
+  /// is_closed() that returns true.
   void close() noexcept {
     std::uint64_t t = tail_.value.load(std::memory_order_seq_cst);
     while ((t & closed_bit) == 0) {

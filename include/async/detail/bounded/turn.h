@@ -227,11 +227,15 @@ struct turn {
   /// and wakes the threads parked on the word.
   template <typename Word>
   static void wake(Word& word) noexcept {
+    // (TW8) seq_cst: the read of the sleeper bit after the caller's seq_cst store that made
+    // interrupted() true; pairs with (TW4).
     std::uint64_t v = word.load(std::memory_order_seq_cst);
     while ((v & sleeper_bit) != 0) {
       ASYNC_PERTURB(); // saw the bit, not yet cleared
-      if (word.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_seq_cst,
-                                     std::memory_order_seq_cst)) {
+      // relaxed: clearing the bit only changes the word, so that a thread about to park on
+      // the old value does not sleep; the ordering that matters is (TW8)'s.
+      if (word.compare_exchange_weak(v, v & ~sleeper_bit, std::memory_order_relaxed,
+                                     std::memory_order_relaxed)) {
         unpark_all(&word);
         return;
       }
@@ -274,8 +278,9 @@ struct turn {
         // (TW4) seq_cst: ordered before the interrupted() check below; pairs with the
         // interrupter's seq_cst store that makes interrupted() true, which comes before its
         // wake(): either we see it, or it sees our bit.
+        // relaxed on failure: the loop looks at the word again, (TW3).
         if (!word.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_seq_cst,
-                                        std::memory_order_acquire)) {
+                                        std::memory_order_relaxed)) {
           continue;
         }
         v |= sleeper_bit;
