@@ -41,3 +41,19 @@ function(async_target_options target)
     target_compile_options(${target} PRIVATE /W4 /WX)
   endif()
 endfunction()
+
+# async_mutant_headers(<mutant> <out-var>): a copy of include/async with one change (a mutant of
+# tests/det/mutate.cmake), generated into the build folder; <out-var> receives the folder to put
+# first on a target's include path, and the copy's queue.h (a source of the target, so that the
+# copy is made before it builds) is "<folder>/async/queue.h".
+function(async_mutant_headers mutant out_var)
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/mutants/${mutant}")
+  file(GLOB_RECURSE inputs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/async/*.h")
+  add_custom_command(
+    OUTPUT "${dir}/async/queue.h"
+    COMMAND "${CMAKE_COMMAND}" -DMUTANT=${mutant} "-DSOURCE=${PROJECT_SOURCE_DIR}/include"
+            "-DOUT=${dir}" -P "${PROJECT_SOURCE_DIR}/tests/det/mutate.cmake"
+    DEPENDS ${inputs} "${PROJECT_SOURCE_DIR}/tests/det/mutate.cmake"
+    COMMENT "async: headers with mutant ${mutant}")
+  set(${out_var} "${dir}" PARENT_SCOPE)
+endfunction()
