@@ -17,6 +17,9 @@
 namespace {
 
 namespace rm = async_test::rl_model;
+using rm::check_logs;
+using rm::log;
+using rm::producer_base;
 
 // The model's atomics; waiters park at once. (Not trait_presets.h: it includes async/queue.h,
 // and the mutation score rebuilds a program for each header it includes.)
@@ -32,46 +35,10 @@ struct side_by_side_traits : traits {
 template <typename Traits = traits>
 using queue = async::bounded_queue<rm::value, Traits>;
 
-constexpr int producer_base = 100; // producer p's k-th value is p * producer_base + k
-
 // Sets whether the queue made next finds asymmetric fences (a suite's first member).
 struct fences {
   explicit fences(bool on) { rm::fences_available() = on; }
 };
-
-// What one consumer thread received, in order, with the check of per-producer order.
-struct log {
-  int values[16] = {};
-  int count = 0;
-  void add(int v) {
-    RL_ASSERT(count < 16);
-    values[count++] = v;
-  }
-};
-
-// Every value of `producers` x `per_producer` at most once (exactly once when `all`), and each
-// producer's values in order within each consumer's log.
-template <std::size_t N>
-void check_logs(const log (&logs)[N], int producers, int per_producer, bool all) {
-  int seen[4][8] = {};
-  for (const log& l : logs) {
-    int last[4] = {0, 0, 0, 0};
-    for (int i = 0; i < l.count; ++i) {
-      const int p = l.values[i] / producer_base;
-      const int k = l.values[i] % producer_base;
-      RL_ASSERT(p >= 0 && p < producers && k >= 1 && k <= per_producer);
-      RL_ASSERT(k > last[p]);
-      last[p] = k;
-      ++seen[p][k - 1];
-    }
-  }
-  for (int p = 0; p < producers; ++p) {
-    for (int k = 0; k < per_producer; ++k) {
-      RL_ASSERT(seen[p][k] <= 1);
-      RL_ASSERT(!all || seen[p][k] == 1);
-    }
-  }
-}
 
 // ---- try calls ----------------------------------------------------------------------------------
 
@@ -100,7 +67,7 @@ struct try_one_to_one : rl::test_suite<try_one_to_one<Fences>, 2> {
       }
     }
   }
-  void after() { check_logs(got, 1, 4, true); }
+  void after() { check_logs(got, 1, 4); }
 };
 
 // Two producers on one slot, and a consumer: the ticket CAS between producers.
@@ -127,7 +94,7 @@ struct try_two_producers : rl::test_suite<try_two_producers, 3> {
       }
     }
   }
-  void after() { check_logs(got, 2, 2, true); }
+  void after() { check_logs(got, 2, 2); }
 };
 
 // A producer and two consumers on two slots: the ticket CAS between consumers.
@@ -157,7 +124,7 @@ struct try_two_consumers : rl::test_suite<try_two_consumers, 3> {
       }
     }
   }
-  void after() { check_logs(got, 1, 3, true); }
+  void after() { check_logs(got, 1, 3); }
 };
 
 // ---- blocking calls -----------------------------------------------------------------------------
@@ -184,7 +151,7 @@ struct blocking_two_producers : rl::test_suite<blocking_two_producers<Fences>, 3
       }
     }
   }
-  void after() { check_logs(got, 2, 2, true); }
+  void after() { check_logs(got, 2, 2); }
 };
 
 // One blocking producer, two blocking consumers, one slot; the producer closes the queue after
@@ -209,7 +176,7 @@ struct blocking_close_wakes_consumers : rl::test_suite<blocking_close_wakes_cons
       }
     }
   }
-  void after() { check_logs(got, 1, 2, true); }
+  void after() { check_logs(got, 1, 2); }
 };
 
 // close() from its own thread while a blocking producer and a blocking consumer run: what the
@@ -243,7 +210,7 @@ struct close_races_blocking : rl::test_suite<close_races_blocking<Fences>, 3> {
   }
   void after() {
     RL_ASSERT(got[0].count == accepted);
-    check_logs(got, 1, accepted, true);
+    check_logs(got, 1, accepted);
     rm::value v;
     RL_ASSERT(!q.dequeue(v));
   }
@@ -299,7 +266,7 @@ struct close_races_try : rl::test_suite<close_races_try, 3> {
       got[0].add(v.get());
     }
     RL_ASSERT(got[0].count == accepted);
-    check_logs(got, 1, accepted, true);
+    check_logs(got, 1, accepted);
   }
 };
 
@@ -339,7 +306,7 @@ struct close_races_one_producer : rl::test_suite<close_races_one_producer<Style>
   }
   void after() {
     RL_ASSERT(got[0].count == accepted);
-    check_logs(got, 1, accepted, true);
+    check_logs(got, 1, accepted);
     rm::value v;
     RL_ASSERT(!q.dequeue(v));
     RL_ASSERT(q.size_approx() == 0);
@@ -507,7 +474,7 @@ struct timed_pair : rl::test_suite<timed_pair<Fences>, 2> {
   }
   void after() {
     RL_ASSERT(got[0].count == accepted);
-    check_logs(got, 1, accepted, true);
+    check_logs(got, 1, accepted);
   }
 };
 

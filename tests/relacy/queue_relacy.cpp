@@ -18,6 +18,9 @@
 namespace {
 
 namespace rm = async_test::rl_model;
+using rm::check_logs;
+using rm::log;
+using rm::producer_base;
 
 struct small_segments : async::traits {
   static constexpr std::size_t SEGMENT_SIZE = 2;
@@ -27,40 +30,6 @@ struct small_segments : async::traits {
 };
 using traits = async_test::no_spin<async_test::with_atomic<small_segments, rm::atomic>>;
 using queue = async::queue<rm::value, traits>;
-
-constexpr int producer_base = 100; // producer p's k-th value is p * producer_base + k
-
-struct log {
-  int values[16] = {};
-  int count = 0;
-  void add(int v) {
-    RL_ASSERT(count < 16);
-    values[count++] = v;
-  }
-};
-
-// Every value of `producers` x `per_producer` exactly once, each producer's values in order
-// within each consumer's log.
-template <std::size_t N>
-void check_logs(const log (&logs)[N], int producers, int per_producer) {
-  int seen[4][8] = {};
-  for (const log& l : logs) {
-    int last[4] = {0, 0, 0, 0};
-    for (int i = 0; i < l.count; ++i) {
-      const int p = l.values[i] / producer_base;
-      const int k = l.values[i] % producer_base;
-      RL_ASSERT(p >= 0 && p < producers && k >= 1 && k <= per_producer);
-      RL_ASSERT(k > last[p]);
-      last[p] = k;
-      ++seen[p][k - 1];
-    }
-  }
-  for (int p = 0; p < producers; ++p) {
-    for (int k = 0; k < per_producer; ++k) {
-      RL_ASSERT(seen[p][k] == 1);
-    }
-  }
-}
 
 // Two producers, one try consumer: tickets of both sides, slot states, segment links as the
 // list grows, and the recycling of the segments the consumer leaves behind.

@@ -22,6 +22,42 @@
 namespace async_test {
 namespace rl_model {
 
+/// A producer's k-th value (k from 1) in the scenarios: p * producer_base + k.
+constexpr int producer_base = 100;
+
+/// What one consumer thread received, in order.
+struct log {
+  int values[16] = {};
+  int count = 0;
+  void add(int v) {
+    RL_ASSERT(count < 16);
+    values[count++] = v;
+  }
+};
+
+/// Every value of `producers` x `per_producer` arrived exactly once, and each producer's values
+/// in order within each consumer's log.
+template <std::size_t N>
+void check_logs(const log (&logs)[N], int producers, int per_producer) {
+  int seen[4][8] = {};
+  for (const log& l : logs) {
+    int last[4] = {0, 0, 0, 0};
+    for (int i = 0; i < l.count; ++i) {
+      const int p = l.values[i] / producer_base;
+      const int k = l.values[i] % producer_base;
+      RL_ASSERT(p >= 0 && p < producers && k >= 1 && k <= per_producer);
+      RL_ASSERT(k > last[p]);
+      last[p] = k;
+      ++seen[p][k - 1];
+    }
+  }
+  for (int p = 0; p < producers; ++p) {
+    for (int k = 0; k < per_producer; ++k) {
+      RL_ASSERT(seen[p][k] == 1);
+    }
+  }
+}
+
 struct scenario {
   const char* name;
   bool (*run)(const char* name, int executions);
