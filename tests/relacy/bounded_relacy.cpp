@@ -368,27 +368,9 @@ struct close_happens_before : rl::test_suite<close_happens_before, 3> {
   rl::var<int> note;
   close_happens_before() { note($) = 0; }
   void thread(unsigned me) {
-    if (me == 0) {
-      note($) = 42;
-      q.close();
-    } else if (me == 1) {
-      for (int k = 1; k <= 3; ++k) {
-        const bool in = k == 2 ? q.blocking_enqueue(rm::value(k)) : q.enqueue(rm::value(k));
-        if (!in) {
-          RL_ASSERT(note($) == 42);
-          return;
-        }
-      }
-      while (!q.is_closed()) {
-        rl::yield(1, $);
-      }
-      RL_ASSERT(note($) == 42);
-    } else {
-      rm::value v;
-      while (q.blocking_dequeue(v)) {
-      }
-      RL_ASSERT(note($) == 42);
-    }
+    rm::close_happens_before_thread(me, q, note, [this](int k) {
+      return k == 2 ? q.blocking_enqueue(rm::value(k)) : q.enqueue(rm::value(k));
+    });
   }
 };
 

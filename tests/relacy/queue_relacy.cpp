@@ -140,6 +140,30 @@ struct blocking_and_close : rl::test_suite<blocking_and_close, 3> {
   void after() { check_logs(got, 1, 3); }
 };
 
+// A blocking consumer that nothing but the values wakes (no close() to rescue it): the event
+// count's Dekker pair, a consumer's registration and second look against a producer's tickets,
+// publication and waiter check. A lost wake-up is a deadlock.
+struct blocking_no_close : rl::test_suite<blocking_no_close, 2> {
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  queue q;
+  log got[1];
+  void thread(unsigned me) {
+    if (me == 0) {
+      for (int k = 1; k <= 2; ++k) {
+        RL_ASSERT(q.enqueue(rm::value(k)));
+      }
+    } else {
+      for (int n = 0; n < 2; ++n) {
+        rm::value v;
+        RL_ASSERT(q.blocking_dequeue(v));
+        got[0].add(v.get());
+      }
+    }
+  }
+  void after() { check_logs(got, 1, 2); }
+};
+
 // close() from its own thread while a producer and a blocking consumer run: what the producer
 // was told went in is what arrives.
 struct close_races : rl::test_suite<close_races, 3> {
@@ -211,26 +235,7 @@ struct close_happens_before : rl::test_suite<close_happens_before, 3> {
   rl::var<int> note;
   close_happens_before() { note($) = 0; }
   void thread(unsigned me) {
-    if (me == 0) {
-      note($) = 42;
-      q.close();
-    } else if (me == 1) {
-      for (int k = 1; k <= 3; ++k) {
-        if (!q.enqueue(rm::value(k))) {
-          RL_ASSERT(note($) == 42);
-          return;
-        }
-      }
-      while (!q.is_closed()) {
-        rl::yield(1, $);
-      }
-      RL_ASSERT(note($) == 42);
-    } else {
-      rm::value v;
-      while (q.blocking_dequeue(v)) {
-      }
-      RL_ASSERT(note($) == 42);
-    }
+    rm::close_happens_before_thread(me, q, note, [this](int k) { return q.enqueue(rm::value(k)); });
   }
 };
 
@@ -244,6 +249,8 @@ int main(int argc, char** argv) {
           rm::make_scenario<two_consumers>("queue: two consumers", 20000),
           rm::make_scenario<bulk>("queue: bulk calls", 20000),
           rm::make_scenario<blocking_and_close>("queue: blocking consumers and close", 20000),
+          rm::make_scenario<blocking_no_close>("queue: a blocking consumer woken by values only",
+                                               50000),
           rm::make_scenario<close_races>("queue: close races the calls", 20000),
           rm::make_scenario<timed>("queue: timed consumers", 20000),
           rm::make_scenario<close_happens_before>(

@@ -58,6 +58,33 @@ void check_logs(const log (&logs)[N], int producers, int per_producer) {
   }
 }
 
+/// The threads of a "close() happens before" scenario: thread 0 writes `note` and closes;
+/// thread 1 puts values 1..3 through put(k) until one is refused, then waits for is_closed();
+/// thread 2 drains with blocking_dequeue. Each checks the note once it has seen the close.
+template <typename Queue, typename Put>
+void close_happens_before_thread(unsigned me, Queue& q, rl::var<int>& note, Put put) {
+  if (me == 0) {
+    note($) = 42;
+    q.close();
+  } else if (me == 1) {
+    for (int k = 1; k <= 3; ++k) {
+      if (!put(k)) {
+        RL_ASSERT(note($) == 42);
+        return;
+      }
+    }
+    while (!q.is_closed()) {
+      rl::yield(1, $);
+    }
+    RL_ASSERT(note($) == 42);
+  } else {
+    value v;
+    while (q.blocking_dequeue(v)) {
+    }
+    RL_ASSERT(note($) == 42);
+  }
+}
+
 struct scenario {
   const char* name;
   bool (*run)(const char* name, int executions);
