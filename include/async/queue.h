@@ -358,9 +358,10 @@ public:
         return false;
       }
       ASYNC_PERTURB(); // looked, no ticket yet
-      // (UD1) seq_cst: the ticket (relaxed would do for the ticket alone; seq_cst keeps the
-      // reads that follow ordered after a waiter's registration, see wait_dequeue).
-      const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_seq_cst);
+      // (UD1) relaxed: the ticket orders nothing. The element comes with the slot's state
+      // (UT1), and a waiter's second look that must follow its registration is the tail's
+      // (effective_tail(), seq_cst; see wait_dequeue).
+      const std::uint64_t mine = head_.value.fetch_add(1, std::memory_order_relaxed);
       ASYNC_PERTURB(); // ticket taken, its slot not yet found
       const std::uint32_t i = segments_.find_consumer(hint, mine / segment_size);
       if (ASYNC_UNLIKELY(i == list::no_node)) {
@@ -427,14 +428,19 @@ public:
   /// close() happens before every call that returns false because of it, and before an
   /// is_closed() that returns true.
   void close() noexcept {
-    std::uint64_t t = tail_.value.load(std::memory_order_seq_cst);
+    // relaxed: the CAS below checks it (a second close() returns here, ordered after nothing).
+    std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
     while ((t & closed_bit) == 0) {
-      // (UC1) seq_cst: after this CAS every producer's fetch_add sees the bit; the value it
-      // replaced is the exact number of tickets handed out before the close.
-      if (tail_.value.compare_exchange_weak(t, t | closed_bit, std::memory_order_seq_cst,
-                                            std::memory_order_seq_cst)) {
-        // (UC2) seq_cst: consumers read it after they see the bit; pairs with (UC3).
-        closed_at_.store(t, std::memory_order_seq_cst);
+      // (UC1) release: after this CAS every producer's fetch_add sees the bit (a read-modify-
+      // write reads the latest value), and what this thread did before happens before every
+      // acquire that reads it: (UE1) refusing a ticket, (UC3), closed(). The value it replaced
+      // is the exact number of tickets handed out before the close (relaxed on failure: a
+      // count, checked again).
+      if (tail_.value.compare_exchange_weak(t, t | closed_bit, std::memory_order_release,
+                                            std::memory_order_relaxed)) {
+        // (UC2) relaxed: read after the bit, the count orders nothing (effective_tail()); a
+        // waiter sees it through (EC3), which follows.
+        closed_at_.store(t, std::memory_order_relaxed);
         // A consumer that raced past the tail into a segment that the storage has no room for
         // waits for producers to come for those tickets; from here on none come, so such a
         // consumer whose segment lies wholly past the end gives its ticket up (its call then
@@ -455,10 +461,10 @@ public:
   /// The number of elements, give or take those in flight (the result may be stale before it
   /// is returned); exact when no call is running. O(1). Thread-safe (lock-free: wait-free).
   std::size_t size_approx() const noexcept {
-    const std::uint64_t h = head_.value.load(std::memory_order_acquire);
+    // relaxed, here and below: counts, exact once the calls that changed them have returned to
+    // whoever asks. The void slots between the head and the tail hold no element.
+    const std::uint64_t h = head_.value.load(std::memory_order_relaxed);
     const std::uint64_t t = effective_tail();
-    // The void slots between the head and the tail hold no element (relaxed: a count, exact
-    // once the calls that changed it have returned to whoever asks).
     const std::uint64_t v = void_slots_.load(std::memory_order_relaxed);
     const auto d = static_cast<std::int64_t>(t - h - v);
     return d > 0 ? static_cast<std::size_t>(d) : 0;
@@ -513,8 +519,8 @@ private:
       if (active.wait()) {
         continue;
       }
-      // Registered before the second look (EC1); a producer's publication (UP1) followed by
-      // its waiter check (EC2) then either is seen here or sees us.
+      // Registered before the second look (EC1); a producer's ticket (UE1) followed by its
+      // waiter check (EC2) then either is seen here (effective_tail()) or sees us.
       const std::uint64_t epoch = waiting_.prepare_wait();
       const auto registered = detail::at_scope_exit([this] { waiting_.cancel_wait(); });
       if (dequeue(out)) {

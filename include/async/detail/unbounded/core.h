@@ -13,7 +13,7 @@
 //
 // queue.h keeps the public calls, close() and the waiting loop. Memory-order labels: UE1
 // (tickets), UC1-UC3 (close) and UD1 (consumer tickets) here and in queue.h; UP1, UP2, UT1 and
-// UT2 in unbounded/slot_state.h; EC1 and EC2 in unbounded/event_count.h.
+// UT2 in unbounded/slot_state.h; EC0-EC3 in unbounded/event_count.h.
 #ifndef ASYNC_DETAIL_UNBOUNDED_CORE_H
 #define ASYNC_DETAIL_UNBOUNDED_CORE_H
 
@@ -85,11 +85,13 @@ protected:
   ~unbounded_core() {
     // Every ticket below head_ has been consumed (a consumed slot keeps its "full" state until
     // the node is reused), so the elements still inside are the full slots at or after head_.
-    const std::uint64_t head = head_.value.load(std::memory_order_acquire);
+    // relaxed, here and below: the destructor's caller has every other call's end happening
+    // before it (no call may still run).
+    const std::uint64_t head = head_.value.load(std::memory_order_relaxed);
     segments_.for_each_segment([this, head](std::uint32_t i, std::uint64_t s) {
       for (std::uint64_t t = s * segment_size; t < (s + 1) * segment_size; ++t) {
         const slot e = segments_.slot(i, t);
-        if (t >= head && e.state.load(std::memory_order_acquire) == state::full) {
+        if (t >= head && e.state.load(std::memory_order_relaxed) == state::full) {
           e.element.destroy();
         }
       }
@@ -114,7 +116,8 @@ protected:
       refuse_unless_passed(n);
     }
     // (UE1) seq_cst: the tickets; seq_cst also orders them before the waiter check of
-    // waiting_.notify() (EC2).
+    // waiting_.notify() (EC2), against a registered consumer's (EC1) and its second look at
+    // the tail (effective_tail()): a wake-up is never lost.
     first = tail_.value.fetch_add(n, std::memory_order_seq_cst);
     ASYNC_PERTURB(); // tickets taken, their slots not yet found
     return (first & closed_bit) == 0;
@@ -168,15 +171,17 @@ protected:
   }
 
   std::uint64_t effective_tail() const noexcept {
-    // seq_cst: pairs with (UC1)/(UC2) and with a producer's (UE1) for a registered waiter.
+    // seq_cst: against a producer's (UE1) for a registered waiter (EC1); the acquire in it
+    // pairs with (UC1) when the bit is set.
     const std::uint64_t t = tail_.value.load(std::memory_order_seq_cst);
     if (ASYNC_LIKELY((t & closed_bit) == 0)) {
       return t;
     }
     // Closed: tickets taken after the close are refused and never filled. Until the closer
     // has stored the exact count, the masked value is an upper bound (consumers that go past
-    // the true end skip empty slots).
-    const std::uint64_t at = closed_at_.load(std::memory_order_seq_cst);
+    // the true end skip empty slots). relaxed: an upper bound is never wrong, and the count
+    // orders nothing (the bit, read above, brings the close's happens-before).
+    const std::uint64_t at = closed_at_.load(std::memory_order_relaxed);
     return at != no_close ? at : (t & ~closed_bit);
   }
 
@@ -430,7 +435,7 @@ protected:
           std::min<std::uint64_t>(static_cast<std::uint64_t>(n - got), t - h));
       const word hint = segments_.hint(list::consumers);
       ASYNC_PERTURB(); // looked, no tickets yet
-      const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_seq_cst); // (UD1)
+      const std::uint64_t h0 = head_.value.fetch_add(want, std::memory_order_relaxed); // (UD1)
       ASYNC_PERTURB(); // tickets taken, their slots not yet found
       finish_batch finished(segments_);
       walk round(segments_, typename walk::consumer_tag{}, hint, h0, h0 + want, &finished);
@@ -500,14 +505,21 @@ protected:
     return now == state::full;
   }
 
-  // Closed, and every ticket handed out before the close has been taken by a consumer.
+  // Closed, and every ticket handed out before the close has been taken by a consumer. Called
+  // by a waiting consumer after a dequeue() that found nothing. A false "not drained" costs
+  // a park that close()'s wake-up ends (the epoch, (EC3), has moved on).
   bool drained() const noexcept {
-    // (UC3) seq_cst: pairs with (UC1)/(UC2).
-    if ((tail_.value.load(std::memory_order_seq_cst) & closed_bit) == 0) {
+    // (UC3) acquire: pairs with (UC1); what the closer did happens before the caller's
+    // "closed and drained".
+    if ((tail_.value.load(std::memory_order_acquire) & closed_bit) == 0) {
       return false;
     }
-    const std::uint64_t at = closed_at_.load(std::memory_order_seq_cst);
-    return at != no_close && head_.value.load(std::memory_order_seq_cst) >= at;
+    // relaxed: a waiter that read close()'s epoch ((EC0) acquires (EC3)) has the count
+    // stored before it; one that read an older epoch parks for no time. The head: the dequeue()
+    // just before read it (relaxed) or moved it (its fetch_add), and a later read of the same
+    // word by the same thread is never older (coherence).
+    const std::uint64_t at = closed_at_.load(std::memory_order_relaxed);
+    return at != no_close && head_.value.load(std::memory_order_relaxed) >= at;
   }
 
   // ---- data -----------------------------------------------------------------------------------

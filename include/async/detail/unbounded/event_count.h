@@ -31,7 +31,9 @@ public:
   /// Registers the caller; returns the epoch to pass to wait(). The caller must look for work
   /// once more before it waits, and call cancel_wait() afterwards in every case.
   std::uint64_t prepare_wait() noexcept {
-    const std::uint64_t epoch = epoch_.value.load(std::memory_order_seq_cst);
+    // (EC0) acquire: pairs with (EC3); a waiter that reads a wake-up's epoch sees what its waker
+    // did before it (an older epoch only ends the park at once, the futex compares).
+    const std::uint64_t epoch = epoch_.value.load(std::memory_order_acquire);
     // (EC1) seq_cst: registers the waiter before its second look; pairs with (EC2). Either
     // the waker's seq_cst publication comes first in the single total order and the second
     // look sees the work, or the waker's (EC2) load sees this registration.
@@ -59,7 +61,8 @@ public:
 
   /// Wakes every waiter, registered or about to park (close()).
   void wake_all() noexcept {
-    epoch_.value.fetch_add(1, std::memory_order_seq_cst);
+    // (EC3) release: pairs with prepare_wait()'s acquire of the epoch.
+    epoch_.value.fetch_add(1, std::memory_order_release);
     unpark_all(&epoch_.value);
   }
 

@@ -197,8 +197,9 @@ public:
   /// The side's hint, to read before taking a ticket: it then names a segment at or before the
   /// ticket's (or a node recycled since, which find() notices).
   word hint(side which) const noexcept {
-    // (SL0) acquire: pairs with the release CAS that moved the hint (SL4).
-    return hints_[which].value.load(std::memory_order_acquire);
+    // (SL0) relaxed: a hint is only a guess, trusted once the node it names is seen with the
+    // segment's id (holds() and locate(), (SL1), whose acquire pairs with the naming (SL2)).
+    return hints_[which].value.load(std::memory_order_relaxed);
   }
 
   /// What find_consumer() returns when the consumer gave its ticket up (no node is that).
@@ -349,13 +350,14 @@ public:
   /// other call may run (the queue's destructor).
   template <typename F>
   void for_each_segment(F f) const {
-    std::uint32_t i = link::index(anchor_.value.load(std::memory_order_acquire));
+    // relaxed: every other call's end happens before the caller.
+    std::uint32_t i = link::index(anchor_.value.load(std::memory_order_relaxed));
     for (;;) {
-      const std::uint64_t id = pool_[i].id.load(std::memory_order_acquire);
+      const std::uint64_t id = pool_[i].id.load(std::memory_order_relaxed);
       f(i, id);
-      const word next = pool_[i].next.load(std::memory_order_acquire);
+      const word next = pool_[i].next.load(std::memory_order_relaxed);
       if (link::is_null(next) ||
-          pool_[link::index(next)].id.load(std::memory_order_acquire) != id + 1) {
+          pool_[link::index(next)].id.load(std::memory_order_relaxed) != id + 1) {
         return;
       }
       i = link::index(next);
@@ -521,11 +523,11 @@ private:
       anchor_node(s, i, id);
     }
     i = walk_to(i, id, s);
-    // (SL4) release: moves the hint forward, publishing the node's id (pairs with (SL0)). A
-    // failure means another thread moved it: fine either way.
+    // (SL4) relaxed: moves the hint forward; it publishes nothing (see (SL0)). A failure means
+    // another thread moved it: fine either way.
     if (link::index(seen) != i) {
       hints_[which].value.compare_exchange_strong(
-          seen, link::make(i, tag_of(s)), std::memory_order_release, std::memory_order_relaxed);
+          seen, link::make(i, tag_of(s)), std::memory_order_relaxed, std::memory_order_relaxed);
     }
     return i;
   }
@@ -659,13 +661,17 @@ private:
         return; // whoever links the next segment calls try_recycle again
       }
       ASYNC_PERTURB(); // finished and linked, not yet claimed
-      std::uint64_t claimed = n.claimed.load(std::memory_order_acquire);
-      if (claimed > id || n.id.load(std::memory_order_acquire) != id) {
+      // relaxed, these two looks and the claim: the claim only picks one recycler among the
+      // threads that saw this life finished and linked. What the recycler must see came with
+      // those looks (the finished count's and the link's loads above), and a stale look here
+      // is caught by the claim, a read-modify-write of the latest value.
+      std::uint64_t claimed = n.claimed.load(std::memory_order_relaxed);
+      if (claimed > id || n.id.load(std::memory_order_relaxed) != id) {
         return; // already claimed, or recycled since we looked
       }
       // (SR1) the claim: `claimed` only grows, so a thread that looked at an earlier lifetime
       // of the node fails here.
-      if (!n.claimed.compare_exchange_strong(claimed, id + 1, std::memory_order_acq_rel,
+      if (!n.claimed.compare_exchange_strong(claimed, id + 1, std::memory_order_relaxed,
                                              std::memory_order_relaxed)) {
         return;
       }

@@ -44,9 +44,10 @@ struct slot_state {
   /// Producer: publishes the element. False when the consumer skipped the slot first.
   template <typename Word>
   static bool publish(Word& word) noexcept {
-    // (UP1) seq_cst: publishes the element (pairs with the consumer's (UT1)); seq_cst orders it
-    // before the waiter check of the queue's event count (EC2).
-    return from_empty(word, full, std::memory_order_seq_cst);
+    // (UP1) release: publishes the element (pairs with the consumer's (UT1)). Not seq_cst: the
+    // waiter check that follows (EC2) is ordered by the ticket's (UE1), which a registered
+    // consumer's second look reads; a consumer never parks on a slot.
+    return from_empty(word, full, std::memory_order_release);
   }
 
   /// Producer: gives the slot up (empty -> void). Returns empty when it did so; otherwise what
@@ -55,9 +56,11 @@ struct slot_state {
   template <typename Word>
   static type give_up(Word& word) noexcept {
     type expected = empty;
-    // release: the consumer's acquire sees that nothing is there.
+    // release: what a throwing constructor wrote in the element's memory happens before the
+    // consumer that passes the slot (its (UT1)), and through its finish() before the node's
+    // reuse. relaxed on failure: what is read (a skip, or our own void) publishes nothing.
     if (word.compare_exchange_strong(expected, voided, std::memory_order_release,
-                                     std::memory_order_acquire)) {
+                                     std::memory_order_relaxed)) {
       return empty;
     }
     return expected;
@@ -68,16 +71,17 @@ struct slot_state {
   /// producer, the last party, and nothing was moved.
   template <typename Word>
   static bool claim(Word& word) noexcept {
-    // acquire (relaxed would do on success: nothing is published by the claim, the release
-    // comes with the element).
-    return from_empty(word, writing, std::memory_order_acquire);
+    // relaxed: nothing is published by the claim (the release comes with the element, (UP2)),
+    // and a skip publishes nothing.
+    return from_empty(word, writing, std::memory_order_relaxed);
   }
 
   /// Producer of a claimed slot: publishes the element moved in.
   template <typename Word>
   static void publish_claimed(Word& word) noexcept {
-    // (UP2) seq_cst: publishes the element, as (UP1); only this producer writes a claimed slot.
-    word.store(full, std::memory_order_seq_cst);
+    // (UP2) release: publishes the element, as (UP1) (pairs with (UT2)); only this producer
+    // writes a claimed slot.
+    word.store(full, std::memory_order_release);
   }
 
   /// Producer of a claimed slot: the move threw, nothing is there.
@@ -88,11 +92,12 @@ struct slot_state {
   }
 
   /// A producer's step from empty to `to`, `success` its order. False when the slot is no
-  /// longer empty: its consumer skipped it (acquire on failure: that skip).
+  /// longer empty: its consumer skipped it (relaxed on failure: the skip publishes nothing,
+  /// see await()).
   template <typename Word>
   static bool from_empty(Word& word, type to, std::memory_order success) noexcept {
     type expected = empty;
-    return word.compare_exchange_strong(expected, to, success, std::memory_order_acquire);
+    return word.compare_exchange_strong(expected, to, success, std::memory_order_relaxed);
   }
 
   /// Consumer: waits briefly for the slot's element. Returns full (the element is there),
@@ -102,26 +107,26 @@ struct slot_state {
   /// get a producer (true ends the wait at once); a writing slot is waited for to the end.
   template <typename Word, typename NoProducer>
   static type await(Word& word, unsigned spins, NoProducer no_producer) noexcept {
-    // (UT1) seq_cst (acquire for the element): pairs with (UP1).
-    type now = word.load(std::memory_order_seq_cst);
+    // (UT1) acquire: pairs with (UP1) for the element, and with give_up()'s release.
+    type now = word.load(std::memory_order_acquire);
     if (ASYNC_UNLIKELY(now == empty)) {
       for (unsigned k = 0; k < spins; ++k) {
         if ((k & 31) == 0 && no_producer()) {
           break;
         }
         cpu_pause();
-        now = word.load(std::memory_order_seq_cst);
+        now = word.load(std::memory_order_acquire); // (UT1)
         if (now != empty) {
           break;
         }
       }
       if (now == empty) {
         ASYNC_PERTURB(); // about to skip
-        // seq_cst (acq_rel would do for the slot): on success the producer's failing publish
-        // sees the skip; on failure we read what the producer published (pairs with (UP1) or
-        // give_up).
-        if (word.compare_exchange_strong(now, skipped, std::memory_order_seq_cst,
-                                         std::memory_order_seq_cst)) {
+        // acquire on failure: we read what the producer published, as (UT1). The skip itself
+        // publishes nothing (this call never touched the slot's element): acquire on success
+        // only because C++14 wants no weaker an order for success than for failure.
+        if (word.compare_exchange_strong(now, skipped, std::memory_order_acquire,
+                                         std::memory_order_acquire)) {
           return skipped; // the producer (if one ever comes) is the last to leave
         }
       }
@@ -132,8 +137,8 @@ struct slot_state {
       spin_then_yield active(spins);
       do {
         active.wait();
-        // (UT2) seq_cst: pairs with (UP2), or with the release that voids the slot.
-        now = word.load(std::memory_order_seq_cst);
+        // (UT2) acquire: pairs with (UP2), or with the release that voids the slot.
+        now = word.load(std::memory_order_acquire);
       } while (now == writing);
     }
     return now;
