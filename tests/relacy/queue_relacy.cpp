@@ -30,6 +30,47 @@ struct small_segments : async::traits {
 };
 using traits = async_test::no_spin<async_test::with_atomic<small_segments, rm::atomic>>;
 using queue = async::queue<rm::value, traits>;
+// Consumers that look at an empty slot again before they skip it (two rounds).
+using spinning_queue =
+    async::queue<rm::value,
+                 async_test::spin_budget<2, async_test::with_atomic<small_segments, rm::atomic>>>;
+
+struct boom {};
+
+// When a fragile element throws: never; in its constructor, once its value member is built
+// (the memory is written, then the slot is voided); or in its second move construction, that of
+// an element whose slot was skipped moving from its carrier into a later slot (a claimed slot
+// is voided).
+enum class fails { never, construct, second_move };
+
+// An element that throws where `fails` says; its value member carries the checked cell.
+class fragile {
+public:
+  fragile() = default;
+  fragile(int k, fails f) : v_(k), f_(f) {
+    if (f_ == fails::construct) {
+      throw boom{};
+    }
+  }
+  fragile(fragile&& o) : v_(std::move(o.v_)), f_(o.f_), moves_(o.moves_ + 1) {
+    if (f_ == fails::second_move && moves_ == 2) {
+      throw boom{};
+    }
+  }
+  fragile& operator=(fragile&& o) noexcept {
+    v_ = std::move(o.v_);
+    f_ = o.f_;
+    moves_ = o.moves_;
+    return *this;
+  }
+  int get() const { return v_.get(); }
+
+private:
+  rm::value v_;
+  fails f_ = fails::never;
+  int moves_ = 0;
+};
+using fragile_queue = async::queue<fragile, traits>;
 
 // Two producers, one try consumer: tickets of both sides, slot states, segment links as the
 // list grows, and the recycling of the segments the consumer leaves behind.
@@ -59,11 +100,13 @@ struct two_producers : rl::test_suite<two_producers, 3> {
 };
 
 // One producer, two try consumers: consumers race for tickets, and a consumer that comes
-// before its producer skips the slot (the producer's value goes to a later ticket).
-struct two_consumers : rl::test_suite<two_consumers, 3> {
+// before its producer skips the slot (the producer's value goes to a later ticket), at once or,
+// with a spin budget, after looking again.
+template <typename Queue>
+struct two_consumers : rl::test_suite<two_consumers<Queue>, 3> {
   rm::parking_lot lot;
   rm::memory_cells cells;
-  queue q;
+  Queue q;
   log got[2];
   rm::atomic<int> taken{0};
   void thread(unsigned me) {
@@ -84,6 +127,70 @@ struct two_consumers : rl::test_suite<two_consumers, 3> {
     }
   }
   void after() { check_logs(got, 1, 4); }
+};
+
+// An element that throws as F says (fails::construct: its slot is voided, give_up();
+// fails::second_move: it was skipped, and its move into its later, claimed slot throws,
+// void_claimed()), as the last call of one producer while the other goes on. What the throw
+// wrote in the slot must happen before the slot's next life, which the other producer's later
+// elements may take: a data race on the slot's cell otherwise. (Ending the producer with it
+// leaves no later ticket of its own to carry that order to the other producer.)
+constexpr int special = 50; // the value of the element that throws
+
+template <fails F>
+struct throwing_element : rl::test_suite<throwing_element<F>, 3> {
+  rm::parking_lot lot;
+  rm::memory_cells cells;
+  fragile_queue q;
+  log got[1];
+  int special_in = 0;  // whether it went in (written by its producer, read in after())
+  int special_got = 0; // whether it arrived
+  rm::atomic<int> producers_done{0};
+  void thread(unsigned me) {
+    if (me == 0) {
+      RL_ASSERT(q.enqueue(1, fails::never));
+      RL_ASSERT(q.enqueue(2, fails::never));
+      try {
+        special_in = q.enqueue(special, F) ? 1 : 0;
+      } catch (const boom&) {
+      }
+      RL_ASSERT(F != fails::construct || special_in == 0);
+      producers_done.fetch_add(1, std::memory_order_release);
+    } else if (me == 1) {
+      for (int k = 1; k <= 4; ++k) {
+        RL_ASSERT(q.enqueue(producer_base + k, fails::never));
+      }
+      producers_done.fetch_add(1, std::memory_order_release);
+    } else {
+      for (;;) {
+        const bool done = producers_done.load(std::memory_order_acquire) == 2;
+        fragile v;
+        if (q.dequeue(v)) {
+          if (v.get() == special) {
+            ++special_got;
+          } else {
+            got[0].add(v.get());
+          }
+        } else if (done) {
+          break;
+        } else {
+          rl::yield(1, $);
+        }
+      }
+    }
+  }
+  void after() {
+    RL_ASSERT(special_got == special_in);
+    RL_ASSERT(got[0].count == 6);
+    int last[2] = {0, 0};
+    for (int n = 0; n < got[0].count; ++n) {
+      const int p = got[0].values[n] / producer_base;
+      const int k = got[0].values[n] % producer_base;
+      RL_ASSERT(k == last[p] + 1); // each producer's values, in order
+      last[p] = k;
+    }
+    RL_ASSERT(last[0] == 2 && last[1] == 4);
+  }
 };
 
 // Bulk calls: a producer's bulk_enqueue of three and two single ones, two consumers taking
@@ -246,7 +353,13 @@ int main(int argc, char** argv) {
       argc, argv,
       {
           rm::make_scenario<two_producers>("queue: two producers", 20000),
-          rm::make_scenario<two_consumers>("queue: two consumers", 20000),
+          rm::make_scenario<two_consumers<queue>>("queue: two consumers", 20000),
+          rm::make_scenario<two_consumers<spinning_queue>>(
+              "queue: two consumers that wait at their slots", 20000),
+          rm::make_scenario<throwing_element<fails::construct>>("queue: a constructor that throws",
+                                                                50000),
+          rm::make_scenario<throwing_element<fails::second_move>>(
+              "queue: a skipped element whose move throws", 50000),
           rm::make_scenario<bulk>("queue: bulk calls", 20000),
           rm::make_scenario<blocking_and_close>("queue: blocking consumers and close", 20000),
           rm::make_scenario<blocking_no_close>("queue: a blocking consumer woken by values only",

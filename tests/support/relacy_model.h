@@ -108,6 +108,28 @@ inline std::memory_order failure_of(std::memory_order o) noexcept {
                                           : o;
 }
 
+/// Whether a compare-exchange may fail with order f after succeeding with s: C++14 wants the
+/// failure order no stronger than the success order, and never release or acq_rel. (Relacy
+/// checks this only in its debug builds; otherwise it quietly runs the failure with the order
+/// that success allows, a weaker model than the code asks for.)
+inline bool valid_failure_order(std::memory_order s, std::memory_order f) noexcept {
+  if (f == std::memory_order_release || f == std::memory_order_acq_rel) {
+    return false;
+  }
+  switch (s) {
+  case std::memory_order_relaxed:
+  case std::memory_order_release:
+    return f == std::memory_order_relaxed;
+  case std::memory_order_consume:
+    return f == std::memory_order_relaxed || f == std::memory_order_consume;
+  case std::memory_order_acquire:
+  case std::memory_order_acq_rel:
+    return f != std::memory_order_seq_cst;
+  default:
+    return true;
+  }
+}
+
 /// The futex model: one mutex and one condition variable for every parked word of a run (a
 /// wake-up wakes every parked thread, each compares its own word again). A test suite owns one
 /// and installs it for its run (Relacy constructs a suite in each iteration).
@@ -162,6 +184,7 @@ public:
     return a_.exchange(v, order(o), $);
   }
   bool compare_exchange_strong(V& expected, V desired, std::memory_order s, std::memory_order f) {
+    RL_ASSERT(valid_failure_order(s, f));
     return a_.compare_exchange_strong(expected, desired, order(s), $, order(f), $);
   }
   bool compare_exchange_strong(V& expected, V desired,
@@ -169,6 +192,7 @@ public:
     return compare_exchange_strong(expected, desired, o, failure_of(o));
   }
   bool compare_exchange_weak(V& expected, V desired, std::memory_order s, std::memory_order f) {
+    RL_ASSERT(valid_failure_order(s, f));
     return a_.compare_exchange_weak(expected, desired, order(s), $, order(f), $);
   }
   bool compare_exchange_weak(V& expected, V desired,
