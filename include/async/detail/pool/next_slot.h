@@ -77,10 +77,11 @@ public:
   static bool holds_task(std::uint64_t word) noexcept { return (word & mask) == full; }
 
   /// Takes the task that `word` (from word()) says is in the slot; false when the owner took
-  /// it back first. (NS3) acq_rel: acquires the task published by (NS2); releases what the
-  /// thief did before (its count of the task) to the owner's (NS3o).
+  /// it back first. (NS3) release: releases what the thief did before (its count of the task)
+  /// to the owner's (NS3o). The task published by (NS2) was acquired by word()'s load of this
+  /// very word (each fill has a generation of its own, so the CAS succeeds only on that fill).
   bool claim(std::uint64_t word, task& out) noexcept {
-    if (!state_.compare_exchange_strong(word, word - full + taking, std::memory_order_acq_rel,
+    if (!state_.compare_exchange_strong(word, word - full + taking, std::memory_order_release,
                                         std::memory_order_relaxed)) {
       return false;
     }

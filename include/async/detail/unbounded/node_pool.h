@@ -85,10 +85,11 @@ public:
                                                std::memory_order_relaxed));
   }
 
-  /// Every node of the storage is in use and none is free: take() would throw.
+  /// Every node of the storage is in use and none is free: take() would throw. A guess (relaxed:
+  /// nothing is read through the top, and an acquire would not make the look any fresher).
   bool exhausted() const noexcept {
     return storage_.allocated() >= capacity &&
-           Link::is_null(top_.value.load(std::memory_order_acquire));
+           Link::is_null(top_.value.load(std::memory_order_relaxed));
   }
 
   /// Nodes taken from the storage so far (clamped: failed allocations count too).
