@@ -134,6 +134,38 @@ struct outside_posts : rl::test_suite<outside_posts, 2>, pool_base {
   }
 };
 
+// Two parked workers, two posters from outside: each post's look at the idle workers races a
+// worker's registration to park, and the two posts race each other for the wake-ups (the
+// searcher count, the idle list). A post left with every worker asleep is a poster that waits
+// for ever.
+struct two_posters : rl::test_suite<two_posters, 4>, pool_base {
+  worker* a = nullptr;
+  worker* b = nullptr;
+  rm::atomic<int> posted{0};
+  two_posters() {
+    a = &s.add_worker();
+    b = &s.add_worker();
+  }
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *a);
+    } else if (me == 1) {
+      work(me, *b);
+    } else {
+      const int first = me == 2 ? 0 : 2;
+      for (int k = first; k < first + 2; ++k) {
+        s.submit(task(record{rm::payload(k), ran}), nullptr);
+      }
+      if (posted.fetch_add(1, std::memory_order_acq_rel) == 1) { // the last poster
+        wait_idle(4);
+        retire(*a);
+        retire(*b);
+      }
+    }
+  }
+  void after() { drain_and_check(4); }
+};
+
 // Two workers; a task posts two children (the first to its worker's next slot, the second to
 // its local queue) and waits for both: the other worker must take them, by a claim of the next
 // slot or a steal from the local queue, and be woken for them.
@@ -217,10 +249,12 @@ struct resize : rl::test_suite<resize, 3>, pool_base {
 } // namespace
 
 int main(int argc, char** argv) {
-  return rm::run_scenarios(argc, argv,
-                           {
-                               rm::make_scenario<outside_posts>("pool: outside posts", 20000),
-                               rm::make_scenario<steal>("pool: children stolen", 20000),
-                               rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
-                           });
+  return rm::run_scenarios(
+      argc, argv,
+      {
+          rm::make_scenario<outside_posts>("pool: outside posts", 20000),
+          rm::make_scenario<two_posters>("pool: two posters, two parked workers", 20000),
+          rm::make_scenario<steal>("pool: children stolen", 20000),
+          rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
+      });
 }
