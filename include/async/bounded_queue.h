@@ -395,9 +395,11 @@ public:
   /// went in before, then their blocking and timed calls return false. Idempotent; there is no
   /// reopening. O(capacity): it wakes every parked thread, looking at each slot. Thread-safe
   /// (may block): a close() that races another waits for that one's few steps (it returns
-  /// once the queue is closed), so it is not lock-free. What the calling thread did before
-  /// close() happens before every call that returns false because of it, and before an
-  /// is_closed() that returns true (a flag set before close() needs no fence of its own).
+  /// once the queue is closed), so it is not lock-free. What the thread that closes the queue
+  /// (the first close()) did before it happens before every call that returns false because
+  /// of it, and before an is_closed() that returns true (a flag set before close() needs no
+  /// fence of its own). A close() that finds the queue closing or closed orders nothing of its
+  /// own caller's: only one closer can publish its writes this way.
   void close() noexcept {
     std::uint32_t expected = open;
     // (BC0) release: what the caller did before close() happens before every call that sees

@@ -424,9 +424,11 @@ public:
   /// Closes the queue: every enqueue that takes its ticket afterwards returns false (and a bulk
   /// call stops); consumers still receive every element that went in before; blocked and timed
   /// dequeue calls return false once nothing is left. Idempotent; there is no reopening.
-  /// Thread-safe (lock-free; wakes every parked consumer). What the calling thread did before
-  /// close() happens before every call that returns false because of it, and before an
-  /// is_closed() that returns true.
+  /// Thread-safe (lock-free; wakes every parked consumer). What the thread that closes the
+  /// queue (the first close()) did before it happens before every call that returns false
+  /// because of it, and before an is_closed() that returns true. A close() of a closed queue
+  /// changes nothing and orders nothing: a thread that must publish its writes to the
+  /// consumers cannot rely on its own close() unless it is the only closer.
   void close() noexcept {
     // relaxed: the CAS below checks it (a second close() returns here, ordered after nothing).
     std::uint64_t t = tail_.value.load(std::memory_order_relaxed);
