@@ -246,12 +246,35 @@ struct resize : rl::test_suite<resize, 3>, pool_base {
   void after() { drain_and_check(4); }
 };
 
+// The parker with two wakers: one gives a token; the other sets a flag, then gives a second,
+// which finds the first still there and wakes nobody. The owner parks until it sees the flag,
+// so the second unpark() must happen before the owner's return from the park that took the
+// tokens: else the owner sleeps on, with nobody left to wake it (a deadlock).
+struct two_wakers : rl::test_suite<two_wakers, 3> {
+  rm::parking_lot lot;
+  async::detail::parker<rm::atomic> owner;
+  rm::atomic<int> flag{0};
+  void thread(unsigned me) {
+    if (me == 0) {
+      while (flag.load(std::memory_order_relaxed) == 0) {
+        owner.park(async::detail::no_deadline());
+      }
+    } else if (me == 1) {
+      owner.unpark();
+    } else {
+      flag.store(1, std::memory_order_relaxed);
+      owner.unpark();
+    }
+  }
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
   return rm::run_scenarios(
       argc, argv,
       {
+          rm::make_scenario<two_wakers>("parker: two wakers", 20000),
           rm::make_scenario<outside_posts>("pool: outside posts", 20000),
           rm::make_scenario<two_posters>("pool: two posters, two parked workers", 20000),
           rm::make_scenario<steal>("pool: children stolen", 20000),

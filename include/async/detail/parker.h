@@ -9,8 +9,16 @@
 //   1   parked: the owner sleeps, or is about to
 //   2   notified: a token waits for the owner
 //
-//   owner:  park()    0 -> 1, sleeps while 1;  2 -> 0 (takes the token)
+//   owner:  park()    0 -> 1, sleeps while 1;  2 -> 0 (takes the token, by an exchange)
 //   waker:  unpark()  any -> 2, and a futex wake-up only if it was 1
+//
+// The owner takes a token with a read-modify-write, not a plain store: a second unpark() that
+// finds a token already there leaves it and wakes nobody, counting on the owner's take. A
+// store after the owner's look would erase that second token without reading it, and the
+// owner would return ordered after the first waker only (a pool worker then missed its
+// retire flag, set before the second unpark(), and slept for ever: Relacy, pool scenarios).
+// The exchange reads the last token in the word's order, so what every waker whose unpark()
+// came before it did happens before the owner's return.
 #ifndef ASYNC_DETAIL_PARKER_H
 #define ASYNC_DETAIL_PARKER_H
 
@@ -33,30 +41,27 @@ public:
   /// no_deadline() waits for the token however long it takes.
   bool park(wait_clock::time_point deadline) {
     std::uint64_t s = empty;
-    // (PK1) acquire, on taking a token: pairs with (PK2); what the waker did before its
-    // unpark() happens before the owner's return.
-    if (!word_.compare_exchange_strong(s, parked, std::memory_order_acquire,
-                                       std::memory_order_acquire)) {
-      word_.store(empty, std::memory_order_relaxed); // s was `notified`: the owner's own word
-      return true;
+    // relaxed: success reads the owner's own `empty`; a token found is taken by take_token(),
+    // which acquires.
+    if (!word_.compare_exchange_strong(s, parked, std::memory_order_relaxed,
+                                       std::memory_order_relaxed)) {
+      return take_token(); // s was `notified`
     }
     const wait_clock::time_point* until = deadline == no_deadline() ? nullptr : &deadline;
     for (;;) {
       const bool in_time = detail::park(&word_, parked, until);
-      // (PK1) acquire, as above.
-      s = word_.load(std::memory_order_acquire);
+      // relaxed: a look; take_token() acquires.
+      s = word_.load(std::memory_order_relaxed);
       if (s == notified) {
-        word_.store(empty, std::memory_order_relaxed);
-        return true;
+        return take_token();
       }
       if (!in_time) {
-        // (PK1) acquire (on failure: a token came in just now).
-        if (word_.compare_exchange_strong(s, empty, std::memory_order_acquire,
-                                          std::memory_order_acquire)) {
+        // relaxed: nothing to acquire without a token (on failure: one came in just now).
+        if (word_.compare_exchange_strong(s, empty, std::memory_order_relaxed,
+                                          std::memory_order_relaxed)) {
           return false;
         }
-        word_.store(empty, std::memory_order_relaxed);
-        return true;
+        return take_token();
       }
       // Woken without a token (a spurious return of the futex): sleep on.
     }
@@ -71,6 +76,13 @@ public:
   }
 
 private:
+  // The word holds a token (only wakers write while it does): takes it and every later one.
+  bool take_token() {
+    // (PK1) acquire: pairs with (PK2); reads the last waker's exchange (see above).
+    word_.exchange(empty, std::memory_order_acquire);
+    return true;
+  }
+
   // The word's values (an enum: constants that need no definition outside the class in C++14).
   enum : std::uint64_t { empty = 0, parked = 1, notified = 2 };
 
