@@ -38,7 +38,9 @@ struct host {
   void orphaned() const {}
 };
 
-using sched = async::detail::scheduler<host, rm::atomic, model_clock>;
+// No spinning: a worker that finds nothing parks after one look (with the default, its search
+// would outlast every post of these programs, and no post would find it parked).
+using sched = async::detail::scheduler<host, rm::atomic, model_clock, 0>;
 using worker = sched::worker;
 
 // The worker that each Relacy thread runs (tasks post through it); Relacy's threads are fibers

@@ -103,9 +103,13 @@ constexpr std::size_t pool_fairness_bounds<V>::lanes_max;
 ///                     runs the queued tasks itself)
 /// Clock: wait_clock, or a clock whose now() gives wait_clock::time_point values (the tests'
 /// deterministic scheduler makes time a count of calls, so that its runs replay).
+/// SearchPauses: the pause rounds of a search before its yields and its park (wait_policy).
+/// The weak-memory tests give 0, a search of one look, so that their few steps reach a parked
+/// worker: with the default, a searcher outlasts the posts of a small program.
 /// Thread-safe, except where a member says that it needs the host's lock (the one that guards
 /// the host's list of workers: adding, retiring and releasing workers, and cancelling).
-template <typename Host, template <typename> class Atom = std::atomic, typename Clock = wait_clock>
+template <typename Host, template <typename> class Atom = std::atomic, typename Clock = wait_clock,
+          unsigned SearchPauses = wait_policy::pauses>
 class scheduler {
 public:
   /// A worker's state. Entries live in a worker_registry and are reused.
@@ -651,7 +655,7 @@ private:
   // when the worker is to retire.
   bool search(worker& self, task& t) {
     self.searching = idle_.start_searching(active_.load(std::memory_order_relaxed));
-    basic_backoff<Clock> spin;
+    basic_backoff<Clock> spin(SearchPauses);
     for (unsigned round = 0;; ++round) {
       if (self.retire.load(std::memory_order_relaxed)) {
         stop_searching(self);
