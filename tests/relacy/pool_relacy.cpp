@@ -62,6 +62,14 @@ struct record {
   void operator()() const { count_run(ran, v.get()); }
 };
 
+// A delay of a random number of steps (0 to 23), none of them a yield: a yield would make this
+// thread's later loads return the latest stores, where the races below need older ones.
+void delay(const rm::atomic<int>& any) {
+  for (unsigned k = rl::rand(24); k != 0; --k) {
+    static_cast<void>(any.load(std::memory_order_relaxed));
+  }
+}
+
 // The common parts: the scheduler, the host's count and lock, the worker loop.
 struct pool_base {
   rm::parking_lot lot;
@@ -156,6 +164,7 @@ struct two_posters : rl::test_suite<two_posters, 4>, pool_base {
     } else {
       const int first = me == 2 ? 0 : 2;
       for (int k = first; k < first + 2; ++k) {
+        delay(posted);
         s.submit(task(record{rm::payload(k), ran}), nullptr);
       }
       if (posted.fetch_add(1, std::memory_order_acq_rel) == 1) { // the last poster
@@ -166,6 +175,42 @@ struct two_posters : rl::test_suite<two_posters, 4>, pool_base {
     }
   }
   void after() { drain_and_check(4); }
+};
+
+// One worker, and a post that comes while it goes to sleep: the first task tells the poster
+// that it is ending, and the second post, after a random delay, races the worker's search, its
+// registration as parked and its last look (the seq_cst pair of the post's look at the idle
+// workers, IW1, and the registration, IW2). Without the delay the post nearly always came
+// before the worker's last look, which then found it, and a post that woke nobody at all went
+// unseen. A wake-up lost here leaves the worker asleep with a task queued: the poster waits
+// for ever.
+struct post_while_parking : rl::test_suite<post_while_parking, 2>, pool_base {
+  worker* w = nullptr;
+  rm::atomic<int> first_ending{0};
+  post_while_parking() { w = &s.add_worker(); }
+  struct first {
+    rl::var<int>* ran;
+    rm::atomic<int>* ending;
+    void operator()() const {
+      count_run(ran, 0);
+      ending->store(1, std::memory_order_relaxed);
+    }
+  };
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *w);
+    } else {
+      s.submit(task(first{ran, &first_ending}), nullptr);
+      while (first_ending.load(std::memory_order_relaxed) == 0) {
+        rl::yield(1, $);
+      }
+      delay(first_ending);
+      s.submit(task(record{rm::payload(1), ran}), nullptr);
+      wait_idle(2);
+      retire(*w);
+    }
+  }
+  void after() { drain_and_check(2); }
 };
 
 // Two workers; a task posts two children (the first to its worker's next slot, the second to
@@ -278,6 +323,7 @@ int main(int argc, char** argv) {
       {
           rm::make_scenario<two_wakers>("parker: two wakers", 20000),
           rm::make_scenario<outside_posts>("pool: outside posts", 20000),
+          rm::make_scenario<post_while_parking>("pool: a post while the worker parks", 20000),
           rm::make_scenario<two_posters>("pool: two posters, two parked workers", 20000),
           rm::make_scenario<steal>("pool: children stolen", 20000),
           rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
