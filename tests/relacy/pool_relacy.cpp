@@ -164,7 +164,6 @@ struct two_posters : rl::test_suite<two_posters, 4>, pool_base {
     } else {
       const int first = me == 2 ? 0 : 2;
       for (int k = first; k < first + 2; ++k) {
-        delay(posted);
         s.submit(task(record{rm::payload(k), ran}), nullptr);
       }
       if (posted.fetch_add(1, std::memory_order_acq_rel) == 1) { // the last poster
