@@ -76,9 +76,6 @@ public:
   /// decides.
   bool maybe_holds_tasks() const noexcept { return count_.load(std::memory_order_seq_cst) != 0; }
 
-  /// The count, as maybe_holds_tasks() reads it (0 only under the same condition).
-  std::size_t size_hint() const noexcept { return count_.load(std::memory_order_seq_cst); }
-
   /// The queue's lock, for a caller that must see or change several queues at one moment;
   /// tasks() is its view of the ring while it holds the lock, and recount() (before it lets go
   /// of the lock) stores the count that maybe_holds_tasks() reads.
