@@ -21,6 +21,10 @@
 // a worker that is awake. The last one to stop searching either found a task (and wakes
 // another) or registers to park, which it does with a seq_cst read-modify-write after the
 // poster's load (IW1 / IW2): its last look comes after the poster's store and sees the task.
+// Every other change of the state word is seq_cst too, though the argument needs only that
+// they are read-modify-writes: C++14 lets a seq_cst load return a change that is not seq_cst
+// and does not happen before the last seq_cst one, so IW1 could read a state older than the
+// last registration (C++20 forbids that, P0668; the weak-memory tests cannot show it).
 //
 // The watcher: tasks in next slots are not announced this way (a chain would pay a wake-up per
 // link). One parked worker at most, the watcher, sleeps with a deadline while a task waits in
