@@ -22,13 +22,23 @@ using async::detail::task;
 
 // Time as a count of looks at the clock, a microsecond each (reset by each execution's suite),
 // so that an execution's decisions that depend on time depend on the schedule alone.
+// With far() set, the time is a century on: a watcher's deadline is then more than a minute
+// off, and its timed park waits as an untimed one (relacy_model.h), so that the watcher does
+// not rescue a wake-up lost elsewhere.
 struct model_clock {
   using time_point = async::detail::wait_clock::time_point;
   static std::int64_t& calls() {
     static std::int64_t n = 0;
     return n;
   }
-  static time_point now() { return time_point(std::chrono::microseconds(1 + calls()++)); }
+  static bool& far() {
+    static bool f = false;
+    return f;
+  }
+  static time_point now() {
+    const std::chrono::hours epoch(far() ? 24 * 365 * 100 : 0);
+    return time_point(epoch + std::chrono::microseconds(1 + calls()++));
+  }
 };
 
 // What the scheduler tells its host: idle() counted in a model atomic.
@@ -80,6 +90,7 @@ struct pool_base {
 
   pool_base() {
     model_clock::calls() = 0;
+    model_clock::far() = false;
     for (rl::var<int>& r : ran) {
       r($) = 0;
     }
@@ -212,6 +223,53 @@ struct post_while_parking : rl::test_suite<post_while_parking, 2>, pool_base {
   void after() { drain_and_check(2); }
 };
 
+// Two workers; a task posts two children, the first to its next slot, the second, after a
+// random delay, to its own queue, and waits for the second: the other worker must steal it,
+// woken by the post or finding it in the last look before it sleeps (the count of the queue,
+// stored by the post, against the look: a Dekker pair with the idle workers' IW1 / IW2). The
+// watcher of the next slot waits without a deadline here (model_clock::far), so that its
+// timed looks do not hide a lost wake-up.
+struct local_post : rl::test_suite<local_post, 3>, pool_base {
+  worker* a = nullptr;
+  worker* b = nullptr;
+  rm::atomic<int> second_ran{0};
+  local_post() {
+    model_clock::far() = true;
+    a = &s.add_worker();
+    b = &s.add_worker();
+  }
+  struct second {
+    rl::var<int>* ran;
+    rm::atomic<int>* flag;
+    void operator()() const {
+      count_run(ran, 2);
+      flag->store(1, std::memory_order_release);
+    }
+  };
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *a);
+    } else if (me == 1) {
+      work(me, *b);
+    } else {
+      s.submit(task([this] {
+                 count_run(ran, 0);
+                 s.submit(task(record{rm::payload(1), ran}), this_worker());
+                 delay(second_ran);
+                 s.submit(task(second{ran, &second_ran}), this_worker());
+                 while (second_ran.load(std::memory_order_acquire) == 0) {
+                   rl::yield(1, $);
+                 }
+               }),
+               nullptr);
+      wait_idle(3);
+      retire(*a);
+      retire(*b);
+    }
+  }
+  void after() { drain_and_check(3); }
+};
+
 // Two workers; a task posts two children (the first to its worker's next slot, the second to
 // its local queue) and waits for both: the other worker must take them, by a claim of the next
 // slot or a steal from the local queue, and be woken for them.
@@ -324,6 +382,7 @@ int main(int argc, char** argv) {
           rm::make_scenario<outside_posts>("pool: outside posts", 20000),
           rm::make_scenario<post_while_parking>("pool: a post while the worker parks", 20000),
           rm::make_scenario<two_posters>("pool: two posters, two parked workers", 20000),
+          rm::make_scenario<local_post>("pool: a post to the own queue", 20000),
           rm::make_scenario<steal>("pool: children stolen", 20000),
           rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
       });
