@@ -88,9 +88,9 @@ struct pool_base {
   sched s{host{&told}, 1};
   rl::var<int> ran[8];
 
-  pool_base() {
+  explicit pool_base(bool far_clock = false) {
     model_clock::calls() = 0;
-    model_clock::far() = false;
+    model_clock::far() = far_clock;
     for (rl::var<int>& r : ran) {
       r($) = 0;
     }
@@ -133,6 +133,29 @@ struct pool_base {
   }
 };
 
+// Two workers, run by threads 0 and 1; the other threads post, and the last of them retires
+// both.
+struct two_workers : pool_base {
+  worker* a = nullptr;
+  worker* b = nullptr;
+  explicit two_workers(bool far_clock = false) : pool_base(far_clock) {
+    a = &s.add_worker();
+    b = &s.add_worker();
+  }
+  // Runs worker a or b when `me` is thread 0 or 1 (true); false for the others.
+  bool works(unsigned me) {
+    if (me > 1) {
+      return false;
+    }
+    work(me, me == 0 ? *a : *b);
+    return true;
+  }
+  void retire_both() {
+    retire(*a);
+    retire(*b);
+  }
+};
+
 // One parked worker, posts from outside: each wakes it (the idle list, the searcher count, the
 // parker's token), and each task's contents reach it.
 struct outside_posts : rl::test_suite<outside_posts, 2>, pool_base {
@@ -159,29 +182,19 @@ struct outside_posts : rl::test_suite<outside_posts, 2>, pool_base {
 // worker's registration to park, and the two posts race each other for the wake-ups (the
 // searcher count, the idle list). A post left with every worker asleep is a poster that waits
 // for ever.
-struct two_posters : rl::test_suite<two_posters, 4>, pool_base {
-  worker* a = nullptr;
-  worker* b = nullptr;
+struct two_posters : rl::test_suite<two_posters, 4>, two_workers {
   rm::atomic<int> posted{0};
-  two_posters() {
-    a = &s.add_worker();
-    b = &s.add_worker();
-  }
   void thread(unsigned me) {
-    if (me == 0) {
-      work(me, *a);
-    } else if (me == 1) {
-      work(me, *b);
-    } else {
-      const int first = me == 2 ? 0 : 2;
-      for (int k = first; k < first + 2; ++k) {
-        s.submit(task(record{rm::payload(k), ran}), nullptr);
-      }
-      if (posted.fetch_add(1, std::memory_order_acq_rel) == 1) { // the last poster
-        wait_idle(4);
-        retire(*a);
-        retire(*b);
-      }
+    if (works(me)) {
+      return;
+    }
+    const int first = me == 2 ? 0 : 2;
+    for (int k = first; k < first + 2; ++k) {
+      s.submit(task(record{rm::payload(k), ran}), nullptr);
+    }
+    if (posted.fetch_add(1, std::memory_order_acq_rel) == 1) { // the last poster
+      wait_idle(4);
+      retire_both();
     }
   }
   void after() { drain_and_check(4); }
@@ -229,15 +242,9 @@ struct post_while_parking : rl::test_suite<post_while_parking, 2>, pool_base {
 // stored by the post, against the look: a Dekker pair with the idle workers' IW1 / IW2). The
 // watcher of the next slot waits without a deadline here (model_clock::far), so that its
 // timed looks do not hide a lost wake-up.
-struct local_post : rl::test_suite<local_post, 3>, pool_base {
-  worker* a = nullptr;
-  worker* b = nullptr;
+struct local_post : rl::test_suite<local_post, 3>, two_workers {
   rm::atomic<int> second_ran{0};
-  local_post() {
-    model_clock::far() = true;
-    a = &s.add_worker();
-    b = &s.add_worker();
-  }
+  local_post() : two_workers(/*far_clock=*/true) {}
   struct second {
     rl::var<int>* ran;
     rm::atomic<int>* flag;
@@ -247,25 +254,21 @@ struct local_post : rl::test_suite<local_post, 3>, pool_base {
     }
   };
   void thread(unsigned me) {
-    if (me == 0) {
-      work(me, *a);
-    } else if (me == 1) {
-      work(me, *b);
-    } else {
-      s.submit(task([this] {
-                 count_run(ran, 0);
-                 s.submit(task(record{rm::payload(1), ran}), this_worker());
-                 delay(second_ran);
-                 s.submit(task(second{ran, &second_ran}), this_worker());
-                 while (second_ran.load(std::memory_order_acquire) == 0) {
-                   rl::yield(1, $);
-                 }
-               }),
-               nullptr);
-      wait_idle(3);
-      retire(*a);
-      retire(*b);
+    if (works(me)) {
+      return;
     }
+    s.submit(task([this] {
+               count_run(ran, 0);
+               s.submit(task(record{rm::payload(1), ran}), this_worker());
+               delay(second_ran);
+               s.submit(task(second{ran, &second_ran}), this_worker());
+               while (second_ran.load(std::memory_order_acquire) == 0) {
+                 rl::yield(1, $);
+               }
+             }),
+             nullptr);
+    wait_idle(3);
+    retire_both();
   }
   void after() { drain_and_check(3); }
 };
@@ -273,14 +276,8 @@ struct local_post : rl::test_suite<local_post, 3>, pool_base {
 // Two workers; a task posts two children (the first to its worker's next slot, the second to
 // its local queue) and waits for both: the other worker must take them, by a claim of the next
 // slot or a steal from the local queue, and be woken for them.
-struct steal : rl::test_suite<steal, 3>, pool_base {
-  worker* a = nullptr;
-  worker* b = nullptr;
+struct steal : rl::test_suite<steal, 3>, two_workers {
   rm::atomic<int> children{0};
-  steal() {
-    a = &s.add_worker();
-    b = &s.add_worker();
-  }
   struct child {
     rm::payload v;
     rl::var<int>* ran;
@@ -291,25 +288,21 @@ struct steal : rl::test_suite<steal, 3>, pool_base {
     }
   };
   void thread(unsigned me) {
-    if (me == 0) {
-      work(me, *a);
-    } else if (me == 1) {
-      work(me, *b);
-    } else {
-      s.submit(task([this] {
-                 count_run(ran, 0);
-                 s.submit(task(child{rm::payload(1), ran, &children}), this_worker());
-                 s.submit(task(child{rm::payload(2), ran, &children}), this_worker());
-                 // The parent waits for its children: another worker must run them.
-                 while (children.load(std::memory_order_acquire) < 2) {
-                   rl::yield(1, $);
-                 }
-               }),
-               nullptr);
-      wait_idle(3);
-      retire(*a);
-      retire(*b);
+    if (works(me)) {
+      return;
     }
+    s.submit(task([this] {
+               count_run(ran, 0);
+               s.submit(task(child{rm::payload(1), ran, &children}), this_worker());
+               s.submit(task(child{rm::payload(2), ran, &children}), this_worker());
+               // The parent waits for its children: another worker must run them.
+               while (children.load(std::memory_order_acquire) < 2) {
+                 rl::yield(1, $);
+               }
+             }),
+             nullptr);
+    wait_idle(3);
+    retire_both();
   }
   void after() { drain_and_check(3); }
 };
