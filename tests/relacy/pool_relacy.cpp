@@ -72,10 +72,11 @@ struct record {
   void operator()() const { count_run(ran, v.get()); }
 };
 
-// A delay of a random number of steps (0 to 23), none of them a yield: a yield would make this
-// thread's later loads return the latest stores, where the races below need older ones.
-void delay(const rm::atomic<int>& any) {
-  for (unsigned k = rl::rand(24); k != 0; --k) {
+// A delay of a random number of steps (0 to steps - 1), none of them a yield: a yield would
+// make this thread's later loads return the latest stores, where the races below need older
+// ones.
+void delay(const rm::atomic<int>& any, unsigned steps = 24) {
+  for (unsigned k = rl::rand(steps); k != 0; --k) {
     static_cast<void>(any.load(std::memory_order_relaxed));
   }
 }
@@ -307,6 +308,99 @@ struct steal : rl::test_suite<steal, 3>, two_workers {
   void after() { drain_and_check(3); }
 };
 
+// Two workers; a task fills its next slot, waits until the other worker has claimed and run
+// that child, then fills the slot again after a random delay and waits for the second child.
+// The children live inside the slot (inline, with the address-checked rm::value), so the
+// owner's second fill races the thief's move out of the first unless the thief's release of
+// the slot (NS4) happens before the owner's look (NS1); the task's wait on the count is
+// relaxed, so it orders nothing itself. The second fill's wake-up races the other worker's
+// registration as parked and its last look (the fill's publication, NS2, and its look at the
+// idle workers, IW3, against IW2 and the look at the slot): lost, the second child waits in
+// the slot with the thief asleep for good, since a sleeper that does not watch parks without
+// a deadline. (A watcher's timed looks are what let a claim come at all: a child must wait 50
+// of the model's looks at the clock before it is taken.)
+struct slot_refilled : rl::test_suite<slot_refilled, 3>, two_workers {
+  rm::memory_cells cells;
+  rm::atomic<int> done{0};
+  struct child {
+    using async_moved_from_is_quiet = std::true_type; // inline, in the slot itself
+    rm::value v;
+    rl::var<int>* ran;
+    rm::atomic<int>* done;
+    void operator()() const {
+      count_run(ran, v.get());
+      done->fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  // relaxed: the task reads nothing that the children wrote, and a wait that acquired would
+  // order the thief's move out of the slot before the second fill, which is the slot's job.
+  void wait_for(int children) {
+    while (done.load(std::memory_order_relaxed) < children) {
+      rl::yield(1, $);
+    }
+  }
+  void thread(unsigned me) {
+    if (works(me)) {
+      return;
+    }
+    s.submit(task([this] {
+               count_run(ran, 0);
+               s.submit(task(child{rm::value(1), ran, &done}), this_worker());
+               wait_for(1);
+               delay(done);
+               s.submit(task(child{rm::value(2), ran, &done}), this_worker());
+               wait_for(2);
+             }),
+             nullptr);
+    wait_idle(3);
+    retire_both();
+  }
+  void after() { drain_and_check(3); }
+};
+
+// Two workers and a chain: a task fills its next slot and returns, its worker takes the child
+// back and runs it (or the other worker claims it), and that child fills the slot again after
+// a random delay and waits for the grandchild, which the other worker must claim. That worker
+// watches the slots once it has seen them change (the first fill, the take-back), and gives
+// the watch up at the first look that sees no change: the second fill races that unwatch()
+// and the look after it (a Dekker pair with the fill's look at the watch, notify_for_slot()).
+// The delay is up to 64 steps, so that two of the watcher's timed looks (a change, then none)
+// often fit in it. Lost, the grandchild waits in the slot with the other worker asleep without
+// a deadline.
+struct chain_watched : rl::test_suite<chain_watched, 3>, two_workers {
+  rm::atomic<int> done{0};
+  struct grandchild {
+    rl::var<int>* ran;
+    rm::atomic<int>* done;
+    void operator()() const {
+      count_run(ran, 2);
+      done->store(1, std::memory_order_relaxed);
+    }
+  };
+  void thread(unsigned me) {
+    if (works(me)) {
+      return;
+    }
+    s.submit(task([this] {
+               count_run(ran, 0);
+               s.submit(task([this] {
+                          count_run(ran, 1);
+                          delay(done, 64);
+                          s.submit(task(grandchild{ran, &done}), this_worker());
+                          // relaxed: nothing of the grandchild's is read here
+                          while (done.load(std::memory_order_relaxed) == 0) {
+                            rl::yield(1, $);
+                          }
+                        }),
+                        this_worker());
+             }),
+             nullptr);
+    wait_idle(3);
+    retire_both();
+  }
+  void after() { drain_and_check(3); }
+};
+
 // A resize while tasks are queued: worker a runs a task that posts three more to its own
 // queue, and is retired meanwhile (it hands what is left of its queue to the lane when it
 // leaves); a worker that a third thread adds takes over. Then the poster retires that one too.
@@ -377,6 +471,8 @@ int main(int argc, char** argv) {
           rm::make_scenario<two_posters>("pool: two posters, two parked workers", 20000),
           rm::make_scenario<local_post>("pool: a post to the own queue", 20000),
           rm::make_scenario<steal>("pool: children stolen", 20000),
+          rm::make_scenario<slot_refilled>("pool: a next slot claimed and filled again", 20000),
+          rm::make_scenario<chain_watched>("pool: a chain's slot, watched", 20000),
           rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
       });
 }
