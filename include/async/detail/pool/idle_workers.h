@@ -29,7 +29,12 @@
 // The watcher: tasks in next slots are not announced this way (a chain would pay a wake-up per
 // link). One parked worker at most, the watcher, sleeps with a deadline while a task waits in
 // some next slot, and looks again when it passes. A worker that fills a slot wakes a sleeper
-// when nobody searches and nobody watches (IW3).
+// when nobody searches and nobody watches (IW3). A watcher that stops watching stores that
+// with seq_cst and looks at the slots once more (a Dekker pair with IW3). Taking the watch
+// needs no such pair: a filler that sees it taken relies on a watcher whose timed looks come
+// anyway. It is an acquire all the same, for C++14's rule above: the watch a filler reads
+// must not be an older watcher's, one that has given it up since (the acquire of the previous
+// unwatch() puts that older watch before the last seq_cst one).
 #ifndef ASYNC_DETAIL_POOL_IDLE_WORKERS_H
 #define ASYNC_DETAIL_POOL_IDLE_WORKERS_H
 
@@ -176,10 +181,11 @@ public:
 
   // ---- the watcher ------------------------------------------------------------------------------
 
-  /// Becomes the watcher if there is none (true).
+  /// Becomes the watcher if there is none (true). acquire: pairs with the previous watcher's
+  /// unwatch() (see the file comment: no Dekker pair here, the watcher's timed looks follow).
   bool try_watch() noexcept {
     bool none = false;
-    return watching_.compare_exchange_strong(none, true, std::memory_order_seq_cst,
+    return watching_.compare_exchange_strong(none, true, std::memory_order_acquire,
                                              std::memory_order_relaxed);
   }
   /// Stops watching. seq_cst: a watcher that stops looks at the slots once more afterwards;

@@ -98,7 +98,9 @@ constexpr std::size_t pool_fairness_bounds<V>::lanes_max;
 #endif
 
 /// Host: what the scheduler tells its owner, called with none of the scheduler's locks held:
-///   void idle();      no task is pending any more (wait_idle and the destructor wait for it)
+///   void idle();      no task is pending any more (wait_idle and the destructor wait for it);
+///                     a signal only: what the tasks did is ordered before a pending() that
+///                     reads 0, not before this call
 ///   void orphaned();  a task was queued while no worker is active (a paused pool's destructor
 ///                     runs the queued tasks itself)
 /// Clock: wait_clock, or a clock whose now() gives wait_clock::time_point values (the tests'
@@ -310,14 +312,17 @@ private:
 public:
   // ---- counting ---------------------------------------------------------------------------------
 
-  /// Tasks posted and not yet finished. (SC1) acquire: pairs with the acq_rel subtractions; what
-  /// the finished tasks did happens before the caller's return from a wait on 0.
+  /// Tasks posted and not yet finished. (SC1) acquire: pairs with finish()'s subtractions
+  /// (SC2); what the finished tasks did happens before the caller's return from a wait on 0.
   std::size_t pending() const noexcept { return pending_.value.load(std::memory_order_acquire); }
 
   /// n tasks less pending (run by the host, or discarded); tells the host when none is left.
+  /// (SC2) release: the tasks' ends before a pending() that reads the count or a later one
+  /// (every subtraction continues the release sequences of those before it). Not acquire:
+  /// idle() only wakes the waiters, which read pending() themselves.
   void finish(std::size_t n) {
     ASYNC_PERTURB(); // finished, not yet counted
-    if (pending_.value.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    if (pending_.value.fetch_sub(n, std::memory_order_release) == n) {
       host_.idle();
     }
   }
@@ -902,7 +907,9 @@ private:
     if (self != nullptr) {
       finish(1);
     } else {
-      pending_.value.fetch_sub(1, std::memory_order_acq_rel);
+      // relaxed: the host takes back a count of its own, for a task it did not run; a
+      // read-modify-write, so the finishes before it still release to a pending() after it.
+      pending_.value.fetch_sub(1, std::memory_order_relaxed);
     }
     return false;
   }
