@@ -106,6 +106,13 @@ struct traits {
   static constexpr unsigned SPIN_BUDGET = 256;
 };
 
+namespace detail {
+// Declared only: a test defines a specialization of it to look inside a queue (the weak-memory
+// tests check its segment list once their threads are done).
+template <typename Tag>
+struct inspect;
+} // namespace detail
+
 /// An unbounded multi-producer multi-consumer FIFO queue, lock-free.
 ///
 /// Producers and consumers take 64-bit tickets with one fetch_add each (bulk calls take n at
@@ -557,6 +564,9 @@ private:
   using core::take_tickets;
   using core::void_slots_;
   using core::waiting_;
+
+  template <typename>
+  friend struct detail::inspect;
 };
 
 #if ASYNC_CPLUSPLUS < 17

@@ -37,6 +37,34 @@ using spinning_queue =
 
 struct boom {};
 
+struct look_inside {};
+
+} // namespace
+
+// The one look inside a queue that these tests take: whether its oldest segment, done with and
+// linked to the next, was left unrecycled (an error once every thread is done).
+namespace async {
+namespace detail {
+template <>
+struct inspect<look_inside> {
+  template <typename Q>
+  static bool recycle_overdue(const Q& q) {
+    return q.segments_.recycle_overdue();
+  }
+};
+} // namespace detail
+} // namespace async
+
+namespace {
+
+// Checked after every scenario: the races to recycle a segment (the finisher's count and look
+// at the link, against the appender's link and look at the count; the recycler's move of the
+// anchor, against the next segment's last finisher) leave none behind.
+template <typename Q>
+void check_recycled(const Q& q) {
+  RL_ASSERT(!async::detail::inspect<look_inside>::recycle_overdue(q));
+}
+
 // When a fragile element throws: never; in its constructor, once its value member is built
 // (the memory is written, then the slot is voided); or in its second move construction, that of
 // an element whose slot was skipped moving from its carrier into a later slot (a claimed slot
@@ -96,7 +124,10 @@ struct two_producers : rl::test_suite<two_producers, 3> {
       }
     }
   }
-  void after() { check_logs(got, 2, 3); }
+  void after() {
+    check_logs(got, 2, 3);
+    check_recycled(q);
+  }
 };
 
 // One producer, two try consumers: consumers race for tickets, and a consumer that comes
@@ -126,7 +157,10 @@ struct two_consumers : rl::test_suite<two_consumers<Queue>, 3> {
       }
     }
   }
-  void after() { check_logs(got, 1, 4); }
+  void after() {
+    check_logs(got, 1, 4);
+    check_recycled(q);
+  }
 };
 
 // An element that throws as F says (fails::construct: its slot is voided, give_up();
@@ -185,6 +219,7 @@ struct throwing_element : rl::test_suite<throwing_element<F>, 3> {
     }
   }
   void after() {
+    check_recycled(q);
     RL_ASSERT(special_got == special_in);
     RL_ASSERT(got[0].count == 6);
     int last[2] = {0, 0};
@@ -227,7 +262,10 @@ struct bulk : rl::test_suite<bulk, 3> {
       }
     }
   }
-  void after() { check_logs(got, 1, 5); }
+  void after() {
+    check_logs(got, 1, 5);
+    check_recycled(q);
+  }
 };
 
 // Blocking consumers woken by values and by close(): the event count's epoch and sleepers.
@@ -249,7 +287,10 @@ struct blocking_and_close : rl::test_suite<blocking_and_close, 3> {
       }
     }
   }
-  void after() { check_logs(got, 1, 3); }
+  void after() {
+    check_logs(got, 1, 3);
+    check_recycled(q);
+  }
 };
 
 // A blocking consumer that nothing but the values wakes (no close() to rescue it): the event
@@ -273,7 +314,10 @@ struct blocking_no_close : rl::test_suite<blocking_no_close, 2> {
       }
     }
   }
-  void after() { check_logs(got, 1, 2); }
+  void after() {
+    check_logs(got, 1, 2);
+    check_recycled(q);
+  }
 };
 
 // close() from its own thread while a producer and a blocking consumer run: what the producer
@@ -303,6 +347,7 @@ struct close_races : rl::test_suite<close_races, 3> {
     }
   }
   void after() {
+    check_recycled(q);
     RL_ASSERT(got[0].count == accepted);
     check_logs(got, 1, accepted);
   }
@@ -335,7 +380,10 @@ struct timed : rl::test_suite<timed, 3> {
       }
     }
   }
-  void after() { check_logs(got, 1, 3); }
+  void after() {
+    check_logs(got, 1, 3);
+    check_recycled(q);
+  }
 };
 
 // What the closer wrote before close() is visible to every thread that sees the close: by
@@ -349,6 +397,7 @@ struct close_happens_before : rl::test_suite<close_happens_before, 3> {
   void thread(unsigned me) {
     rm::close_happens_before_thread(me, q, note, [this](int k) { return q.enqueue(rm::value(k)); });
   }
+  void after() { check_recycled(q); }
 };
 
 } // namespace

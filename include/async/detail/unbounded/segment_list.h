@@ -369,6 +369,16 @@ public:
   /// Bytes of node storage held.
   std::size_t bytes() const noexcept { return pool_.bytes(); }
 
+  /// With no call under way: whether the oldest segment is done with and linked to the next,
+  /// yet not recycled. Each race to recycle it ends with one thread recycling it (the seq_cst
+  /// pairs of try_recycle), so this is false whenever the queue is at rest; the weak-memory
+  /// tests check it once their threads are done. relaxed: at rest, every store is seen.
+  bool recycle_overdue() const noexcept {
+    const node& n = pool_[link::index(anchor_.value.load(std::memory_order_relaxed))];
+    return n.finished.load(std::memory_order_relaxed) == segment_size &&
+           !link::is_null(n.next.load(std::memory_order_relaxed));
+  }
+
   /// Counts finished slots of one node at a time (a bulk consumer): one fetch_add per node
   /// instead of one per element. Flushed when the node changes, before a walk moves on to the
   /// next segment, and at the end. Not thread-safe (one per call).
