@@ -392,13 +392,17 @@ private:
   std::size_t discard_if(Drop drop, bool next_slots) {
     std::vector<detail::task> dropped;
     std::vector<detail::task> claimed;
+    bool emptied = false;
     {
       std::lock_guard<std::mutex> lock(mutex_); // the workers' list stays as it is
       scheduler_.take_if(drop, dropped);
       if (next_slots) {
         dropped.reserve(dropped.size() + scheduler_.workers()); // room before the claims
-        scheduler_.claim_next_slots(claimed);
+        emptied = scheduler_.claim_next_slots(claimed);
       }
+    }
+    if (emptied) {
+      wake_waiters(); // a lost claim gave back the last count (see claim_next_slots)
     }
     for (detail::task& t : claimed) {
       if (drop(static_cast<const detail::task&>(t))) {

@@ -41,10 +41,22 @@ struct model_clock {
   }
 };
 
-// What the scheduler tells its host: idle() counted in a model atomic.
+// What the scheduler tells its host: idle() counted in a model atomic, and, where a scenario
+// has threads that sleep until no task is pending (as threadpool::wait_idle's callers do),
+// told to them under the host's lock, as threadpool::wake_waiters does.
 struct host {
   rm::atomic<int>* told;
-  void idle() const { told->fetch_add(1, std::memory_order_relaxed); }
+  rl::mutex* lock;
+  rl::condition_variable* idle_cv;
+  const bool* sleepers;
+  void idle() const {
+    told->fetch_add(1, std::memory_order_relaxed);
+    if (*sleepers) {
+      lock->lock($);
+      idle_cv->notify_all($);
+      lock->unlock($);
+    }
+  }
   void orphaned() const {}
 };
 
@@ -86,7 +98,9 @@ struct pool_base {
   rm::parking_lot lot;
   rm::atomic<int> told{0};
   rl::mutex host_lock;
-  sched s{host{&told}, 1};
+  rl::condition_variable idle_cv;
+  bool sleepers = false; // set by a scenario with threads in sleep_until_idle()
+  sched s{host{&told, &host_lock, &idle_cv, &sleepers}, 1};
   rl::var<int> ran[8];
 
   explicit pool_base(bool far_clock = false) {
@@ -116,6 +130,31 @@ struct pool_base {
     }
     for (int k = 0; k < tasks; ++k) {
       RL_ASSERT(ran[k]($) == 1);
+    }
+  }
+  // As wait_idle() with threads that sleep (`sleepers` set): under the host's lock, until
+  // pending() is 0, woken by the host's idle(). Then as wait_idle(tasks).
+  void sleep_until_idle(int tasks) {
+    host_lock.lock($);
+    while (s.pending() != 0) {
+      idle_cv.wait(host_lock, $);
+    }
+    host_lock.unlock($);
+    wait_idle(tasks);
+  }
+  // As threadpool::discard_if for the next slots (an asio_context that stops): claims what
+  // waits there under the host's lock, queues it again, and tells the sleepers when a lost
+  // claim gave back the last count.
+  void claim_and_requeue() {
+    std::vector<task> claimed;
+    host_lock.lock($);
+    const bool emptied = s.claim_next_slots(claimed);
+    host_lock.unlock($);
+    for (task& t : claimed) {
+      s.resubmit(std::move(t));
+    }
+    if (emptied) {
+      host{&told, &host_lock, &idle_cv, &sleepers}.idle();
     }
   }
   // After the threads: what retired workers handed over runs here, as the pool's destructor
@@ -401,6 +440,40 @@ struct chain_watched : rl::test_suite<chain_watched, 3>, two_workers {
   void after() { drain_and_check(3); }
 };
 
+// The next slots' tasks claimed by the host (threadpool::discard_if, when an asio_context
+// stops) while the slot's owner takes its task back: the host counts the task, the owner
+// takes it back, runs it and counts it done, and the host's claim fails and gives its count
+// back, the last one, with no finish() to tell the host. A thread that sleeps until no task is
+// pending must be woken all the same (claim_next_slots says when): else it sleeps for ever.
+struct discard_next_slots : rl::test_suite<discard_next_slots, 3>, pool_base {
+  worker* w = nullptr;
+  rm::atomic<int> child_posted{0};
+  discard_next_slots() {
+    w = &s.add_worker();
+    sleepers = true;
+  }
+  void thread(unsigned me) {
+    if (me == 0) {
+      work(me, *w);
+    } else if (me == 1) {
+      s.submit(task([this] {
+                 count_run(ran, 0);
+                 s.submit(task(record{rm::payload(1), ran}), this_worker());
+                 child_posted.store(1, std::memory_order_relaxed);
+               }),
+               nullptr);
+      sleep_until_idle(2);
+      retire(*w);
+    } else {
+      while (child_posted.load(std::memory_order_relaxed) == 0) {
+        rl::yield(1, $);
+      }
+      claim_and_requeue();
+    }
+  }
+  void after() { drain_and_check(2); }
+};
+
 // A resize while tasks are queued: worker a runs a task that posts three more to its own
 // queue, and is retired meanwhile (it hands what is left of its queue to the lane when it
 // leaves); a worker that a third thread adds takes over. Then the poster retires that one too.
@@ -473,6 +546,7 @@ int main(int argc, char** argv) {
           rm::make_scenario<steal>("pool: children stolen", 20000),
           rm::make_scenario<slot_refilled>("pool: a next slot claimed and filled again", 20000),
           rm::make_scenario<chain_watched>("pool: a chain's slot, watched", 20000),
+          rm::make_scenario<discard_next_slots>("pool: the next slots discarded", 20000),
           rm::make_scenario<resize>("pool: resize with tasks queued", 20000),
       });
 }

@@ -388,17 +388,22 @@ public:
   /// those it destroys, and gives the others back with resubmit()). For a discard that must
   /// find every queued task of one owner, also one that waits behind a busy worker's running
   /// task. Throws std::bad_alloc, having claimed nothing, when memory runs out.
-  void claim_next_slots(std::vector<task>& claimed) {
+  /// True when a claim lost to the slot's owner gave back the last count (the owner ran and
+  /// counted the task meanwhile): pending() reached 0 with nobody told, so the caller tells
+  /// its host (idle()) once its lock is released, as finish() would have.
+  ASYNC_NODISCARD bool claim_next_slots(std::vector<task>& claimed) {
     const std::size_t entries = workers_.size();
     claimed.reserve(claimed.size() + entries); // then the claims below cannot throw
+    bool emptied = false;
     for (std::size_t i = 0; i < entries; ++i) {
       worker& w = workers_[i];
       const std::uint64_t word = w.next.word();
       task t;
-      if (next_slot<Atom>::holds_task(word) && claim_next(nullptr, w, word, t)) {
+      if (next_slot<Atom>::holds_task(word) && claim_next(nullptr, w, word, t, &emptied)) {
         claimed.push_back(std::move(t));
       }
     }
+    return emptied;
   }
 
   /// Queues again, as an outside post, a task that claim_next_slots() took and that is not to
@@ -893,8 +898,10 @@ private:
     return false;
   }
 
-  // Takes the task that `word` says is in victim's next slot, for `self` (nullptr: the host).
-  bool claim_next(const worker* self, worker& victim, std::uint64_t word, task& out) {
+  // Takes the task that `word` says is in victim's next slot, for `self` (nullptr: the host;
+  // then `emptied`, if given, is set when a lost claim gave back the last count).
+  bool claim_next(const worker* self, worker& victim, std::uint64_t word, task& out,
+                  bool* emptied = nullptr) {
     // relaxed: ordered before the owner's count of the poster by (NS3) -> (NS3o).
     pending_.value.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet claimed
@@ -902,14 +909,17 @@ private:
       return true;
     }
     // The owner took it back first, and may have run and counted it meanwhile: this may be
-    // the last count (helper-2). A worker tells the host; the host itself (take_any, its lock
-    // held) is told nothing, and looks at the count again before it waits.
+    // the last count (helper-2). A worker tells the host; the host itself (its lock held) is
+    // told nothing: take_any's caller looks at the count again before it waits, and
+    // claim_next_slots' caller tells its waiters once its lock is released (`emptied`).
     if (self != nullptr) {
       finish(1);
     } else {
       // relaxed: the host takes back a count of its own, for a task it did not run; a
       // read-modify-write, so the finishes before it still release to a pending() after it.
-      pending_.value.fetch_sub(1, std::memory_order_relaxed);
+      if (pending_.value.fetch_sub(1, std::memory_order_relaxed) == 1 && emptied != nullptr) {
+        *emptied = true;
+      }
     }
     return false;
   }
