@@ -399,7 +399,7 @@ public:
       worker& w = workers_[i];
       const std::uint64_t word = w.next.word();
       task t;
-      if (next_slot<Atom>::holds_task(word) && claim_next(nullptr, w, word, t, &emptied)) {
+      if (next_slot<Atom>::holds_task(word) && claim_next(nullptr, w, word, t, emptied)) {
         claimed.push_back(std::move(t));
       }
     }
@@ -890,7 +890,8 @@ private:
       if (!next_slot<Atom>::holds_task(word)) {
         continue;
       }
-      if (now - w.next.seen_since() >= stale_after() && claim_next(self, w, word, out)) {
+      bool emptied = false; // take_any's caller looks at the count again (see claim_next)
+      if (now - w.next.seen_since() >= stale_after() && claim_next(self, w, word, out, emptied)) {
         return true;
       }
       seen.waiting = true;
@@ -899,9 +900,9 @@ private:
   }
 
   // Takes the task that `word` says is in victim's next slot, for `self` (nullptr: the host;
-  // then `emptied`, if given, is set when a lost claim gave back the last count).
+  // then `emptied` is set when a lost claim gave back the last count).
   bool claim_next(const worker* self, worker& victim, std::uint64_t word, task& out,
-                  bool* emptied = nullptr) {
+                  bool& emptied) {
     // relaxed: ordered before the owner's count of the poster by (NS3) -> (NS3o).
     pending_.value.fetch_add(1, std::memory_order_relaxed);
     ASYNC_PERTURB(); // counted, not yet claimed
@@ -917,9 +918,7 @@ private:
     } else {
       // relaxed: the host takes back a count of its own, for a task it did not run; a
       // read-modify-write, so the finishes before it still release to a pending() after it.
-      if (pending_.value.fetch_sub(1, std::memory_order_relaxed) == 1 && emptied != nullptr) {
-        *emptied = true;
-      }
+      emptied |= pending_.value.fetch_sub(1, std::memory_order_relaxed) == 1;
     }
     return false;
   }
